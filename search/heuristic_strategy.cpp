@@ -1,0 +1,114 @@
+// heuristic: what a person following the tuning guides does, as the baseline
+// a search must beat. Start from the smallest settings (or the user's first
+// initial configuration), raise batch_size while it fits and helps, then
+// num_workers, prefetch_factor, pin_memory, precision, grad_accum, then any
+// other declared parameter, one at a time, keeping each improvement. Ordered
+// parameters are walked upward until a step fails or stops helping;
+// categorical ones have every value tried. When the recipe is done the
+// strategy has nothing more to propose.
+#include <algorithm>
+
+#include "search/strategies.hpp"
+
+namespace autotune {
+namespace {
+
+constexpr const char* kRecipeOrder[] = {"batch_size",      "num_workers", "prefetch_factor",
+                                        "pin_memory",      "precision",   "grad_accum"};
+
+class HeuristicStrategy final : public StrategyBase {
+ public:
+  explicit HeuristicStrategy(const StrategyContext& ctx) : StrategyBase(ctx) {
+    for (const char* n : kRecipeOrder)
+      if (auto d = m_space.index_of(n)) m_order.push_back(*d);
+    for (std::size_t d = 0; d < m_space.dims(); ++d)
+      if (std::find(m_order.begin(), m_order.end(), d) == m_order.end()) m_order.push_back(d);
+  }
+  std::string_view name() const override { return "heuristic"; }
+
+ protected:
+  std::optional<Config> propose() override {
+    if (!m_incumbent) {
+      if (!m_started) {
+        m_started = true;
+        Config start(m_space.dims(), 0);
+        if (m_space.is_valid(start) && !was_asked(start)) return start;
+      }
+      // The start did not work out (or was taken): any valid point to begin from.
+      if (pending().empty()) return random_unasked();
+      return std::nullopt;
+    }
+    if (!pending().empty()) return std::nullopt;  // the recipe is sequential
+    while (m_stage < m_order.size()) {
+      if (auto c = next_in_stage()) return c;
+      next_stage();
+    }
+    return std::nullopt;
+  }
+
+  void observe(const Observation& obs) override {
+    const bool better =
+        obs.outcome.ok() && (!m_incumbent || obs.outcome.throughput > m_best_throughput);
+    if (!m_incumbent) {
+      if (obs.outcome.ok()) {
+        m_incumbent = obs.config;
+        m_best_throughput = obs.outcome.throughput;
+      }
+      return;
+    }
+    if (better) {
+      m_incumbent = obs.config;
+      m_best_throughput = obs.outcome.throughput;
+    } else if (is_ordered(current_dim())) {
+      next_stage();  // a failure or no gain: a person stops raising this knob
+    }
+  }
+
+ private:
+  std::size_t current_dim() const { return m_order[std::min(m_stage, m_order.size() - 1)]; }
+  bool is_ordered(std::size_t d) const { return m_space.param(d).scale != Scale::categorical; }
+
+  void next_stage() {
+    ++m_stage;
+    m_tried_in_stage.clear();
+  }
+
+  std::optional<Config> next_in_stage() {
+    const std::size_t d = m_order[m_stage];
+    const int n = static_cast<int>(m_space.param(d).values.size());
+    if (is_ordered(d)) {
+      // Upward from the incumbent, skipping values the rules forbid here.
+      for (int k = (*m_incumbent)[d] + 1; k < n; ++k) {
+        Config c = *m_incumbent;
+        c[d] = k;
+        if (!m_space.is_valid(c)) continue;
+        if (was_asked(c)) return std::nullopt;
+        return c;
+      }
+      return std::nullopt;
+    }
+    for (int k = 0; k < n; ++k) {
+      if (m_tried_in_stage.count(k)) continue;
+      Config c = *m_incumbent;
+      c[d] = k;
+      m_tried_in_stage.insert(k);
+      if (k != (*m_incumbent)[d] && m_space.is_valid(c) && !was_asked(c)) return c;
+    }
+    return std::nullopt;
+  }
+
+  std::vector<std::size_t> m_order;
+  std::size_t m_stage = 0;
+  std::set<int> m_tried_in_stage;
+  bool m_started = false;
+  std::optional<Config> m_incumbent;
+  double m_best_throughput = 0.0;
+};
+
+}  // namespace
+
+std::unique_ptr<Strategy> make_heuristic_strategy(const StrategyContext& ctx) {
+  return std::make_unique<HeuristicStrategy>(ctx);
+}
+
+}  // namespace autotune

@@ -1,0 +1,55 @@
+#pragma once
+// The result of one trial. Failure is a value: an out-of-memory, a timeout or a
+// crash is an Outcome the search learns from, never an exception.
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace autotune {
+
+enum class Status {
+  ok,        // measured; throughput is valid
+  oom,       // device memory exhausted (or over the spec's vram limit, enforced by the harness)
+  host_oom,  // killed for host memory (SIGKILL without a timeout)
+  timeout,   // ran past the trial timeout and was stopped
+  crash,     // died by a signal
+  error,     // exited non-zero, or produced no parseable result
+  invalid,   // measured, but violates a constraint (e.g. RAM over the limit)
+};
+
+std::string_view to_string(Status s);
+std::optional<Status> parse_status(std::string_view s);
+inline constexpr Status kAllStatuses[] = {Status::ok,      Status::oom,   Status::host_oom,
+                                          Status::timeout, Status::crash, Status::error,
+                                          Status::invalid};
+
+// Failures that say "this configuration does not fit", as opposed to a flaky
+// or broken trial: the surrogate's feasibility model learns from these.
+bool is_resource_failure(Status s);
+
+struct Outcome {
+  Status status = Status::error;
+  double throughput = 0.0;                 // samples/s, larger is better; meaningful when ok
+  std::map<std::string, double> metrics;   // vram_bytes, ram_bytes, gpu_busy, throughput_rsd, ...
+  std::string reason;                      // human-readable why, for failures
+  double seconds = 0.0;                    // wall time the trial took
+
+  bool ok() const { return status == Status::ok; }
+  std::optional<double> metric(const std::string& key) const;
+
+  static Outcome success(double throughput) {
+    Outcome o;
+    o.status = Status::ok;
+    o.throughput = throughput;
+    return o;
+  }
+  static Outcome failure(Status s, std::string why) {
+    Outcome o;
+    o.status = s;
+    o.reason = std::move(why);
+    return o;
+  }
+};
+
+}  // namespace autotune

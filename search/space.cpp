@@ -1,0 +1,211 @@
+#include "search/space.hpp"
+
+#include <cmath>
+#include <set>
+#include <stdexcept>
+
+namespace autotune {
+
+std::string_view to_string(Scale s) {
+  switch (s) {
+    case Scale::linear: return "linear";
+    case Scale::log: return "log";
+    case Scale::categorical: return "categorical";
+  }
+  return "linear";
+}
+
+SearchSpace::SearchSpace(std::vector<Parameter> params, std::vector<std::string> rules)
+    : m_params(std::move(params)) {
+  std::set<std::string> names;
+  for (auto& p : m_params) {
+    if (p.values.empty()) throw std::invalid_argument("parameter '" + p.name + "' has no values");
+    if (!names.insert(p.name).second)
+      throw std::invalid_argument("parameter '" + p.name + "' is declared twice");
+    bool numeric = true;
+    for (const auto& v : p.values) numeric = numeric && !is_string(v);
+    if (!numeric && p.scale != Scale::categorical) p.scale = Scale::categorical;
+    if (p.scale == Scale::log)
+      for (const auto& v : p.values)
+        if (to_number(v) <= 0)
+          throw std::invalid_argument("parameter '" + p.name +
+                                      "' is log-scaled but has a value <= 0");
+  }
+  m_rules = RuleSet(std::move(rules), m_params);
+
+  // Positions in [0,1] for ordered parameters; one-hot columns for categoricals.
+  m_position.resize(m_params.size());
+  for (std::size_t d = 0; d < m_params.size(); ++d) {
+    const auto& p = m_params[d];
+    m_first_column.push_back(m_encoded_dims);
+    if (p.scale == Scale::categorical) {
+      for (std::size_t k = 0; k < p.values.size(); ++k) m_owner.push_back(d);
+      m_encoded_dims += p.values.size();
+      continue;
+    }
+    auto f = [&](const Value& v) {
+      double x = to_number(v);
+      return p.scale == Scale::log ? std::log(x) : x;
+    };
+    double lo = f(p.values.front()), hi = lo;
+    for (const auto& v : p.values) {
+      lo = std::min(lo, f(v));
+      hi = std::max(hi, f(v));
+    }
+    for (const auto& v : p.values)
+      m_position[d].push_back(hi > lo ? (f(v) - lo) / (hi - lo) : 0.5);
+    m_owner.push_back(d);
+    m_encoded_dims += 1;
+  }
+}
+
+std::optional<std::size_t> SearchSpace::index_of(std::string_view name) const {
+  for (std::size_t i = 0; i < m_params.size(); ++i)
+    if (m_params[i].name == name) return i;
+  return std::nullopt;
+}
+
+double SearchSpace::cardinality() const {
+  double n = 1.0;
+  for (const auto& p : m_params) n *= static_cast<double>(p.values.size());
+  return m_params.empty() ? 0.0 : n;
+}
+
+bool SearchSpace::in_bounds(const Config& c) const {
+  if (c.size() != m_params.size()) return false;
+  for (std::size_t d = 0; d < c.size(); ++d)
+    if (c[d] < 0 || static_cast<std::size_t>(c[d]) >= m_params[d].values.size()) return false;
+  return true;
+}
+
+std::vector<double> SearchSpace::numeric_view(const Config& c) const {
+  std::vector<double> out(c.size());
+  for (std::size_t d = 0; d < c.size(); ++d) {
+    const Value& v = m_params[d].values[static_cast<std::size_t>(c[d])];
+    out[d] = is_string(v) ? static_cast<double>(c[d]) : to_number(v);
+  }
+  return out;
+}
+
+bool SearchSpace::is_valid(const Config& c) const {
+  return in_bounds(c) && !m_rules.first_violated(numeric_view(c));
+}
+
+std::optional<std::string> SearchSpace::violated_rule(const Config& c) const {
+  if (!in_bounds(c)) return std::string("configuration out of bounds");
+  if (auto i = m_rules.first_violated(numeric_view(c))) return m_rules.rules()[*i];
+  return std::nullopt;
+}
+
+std::optional<std::vector<Config>> SearchSpace::enumerate(std::size_t max_size) const {
+  if (m_params.empty() || cardinality() > static_cast<double>(max_size)) return std::nullopt;
+  std::vector<Config> out;
+  Config c(m_params.size(), 0);
+  while (true) {
+    if (m_rules.empty() || !m_rules.first_violated(numeric_view(c))) out.push_back(c);
+    // Mixed-radix increment, last parameter fastest.
+    std::size_t d = c.size();
+    while (d > 0) {
+      --d;
+      if (static_cast<std::size_t>(++c[d]) < m_params[d].values.size()) break;
+      c[d] = 0;
+      if (d == 0) return out;
+    }
+  }
+}
+
+std::optional<Config> SearchSpace::sample(Rng& rng, int max_tries) const {
+  if (m_params.empty()) return std::nullopt;
+  Config c(m_params.size());
+  for (int t = 0; t < max_tries; ++t) {
+    for (std::size_t d = 0; d < c.size(); ++d) {
+      std::uniform_int_distribution<int> pick(0, static_cast<int>(m_params[d].values.size()) - 1);
+      c[d] = pick(rng);
+    }
+    if (is_valid(c)) return c;
+  }
+  return std::nullopt;
+}
+
+std::vector<Config> SearchSpace::neighbours(const Config& c) const {
+  std::vector<Config> out;
+  for (std::size_t d = 0; d < c.size(); ++d) {
+    const int n = static_cast<int>(m_params[d].values.size());
+    auto consider = [&](int k) {
+      if (k < 0 || k >= n || k == c[d]) return;
+      Config nb = c;
+      nb[d] = k;
+      if (is_valid(nb)) out.push_back(std::move(nb));
+    };
+    if (m_params[d].scale == Scale::categorical) {
+      for (int k = 0; k < n; ++k) consider(k);
+    } else {
+      consider(c[d] - 1);
+      consider(c[d] + 1);
+    }
+  }
+  return out;
+}
+
+Eigen::VectorXd SearchSpace::encode(const Config& c) const {
+  Eigen::VectorXd x = Eigen::VectorXd::Zero(static_cast<Eigen::Index>(m_encoded_dims));
+  for (std::size_t d = 0; d < m_params.size(); ++d) {
+    const auto col = static_cast<Eigen::Index>(m_first_column[d]);
+    const auto k = static_cast<std::size_t>(c[d]);
+    if (m_params[d].scale == Scale::categorical)
+      x[col + static_cast<Eigen::Index>(k)] = 1.0;
+    else
+      x[col] = m_position[d][k];
+  }
+  return x;
+}
+
+Assignment SearchSpace::to_assignment(const Config& c) const {
+  std::vector<Assignment::Item> items;
+  items.reserve(c.size());
+  for (std::size_t d = 0; d < c.size(); ++d)
+    items.emplace_back(m_params[d].name, m_params[d].values[static_cast<std::size_t>(c[d])]);
+  return Assignment(std::move(items));
+}
+
+std::optional<int> SearchSpace::index_of_value(std::size_t dim, const Value& v) const {
+  const auto& vals = m_params[dim].values;
+  for (std::size_t k = 0; k < vals.size(); ++k)
+    if (vals[k] == v) return static_cast<int>(k);
+  return std::nullopt;
+}
+
+std::optional<Config> SearchSpace::from_assignment(const Assignment& a) const {
+  if (a.items().size() != m_params.size()) return std::nullopt;
+  Config c(m_params.size());
+  for (std::size_t d = 0; d < m_params.size(); ++d) {
+    const Value* v = a.find(m_params[d].name);
+    if (!v) return std::nullopt;
+    auto k = index_of_value(d, *v);
+    if (!k) return std::nullopt;
+    c[d] = *k;
+  }
+  return c;
+}
+
+std::string SearchSpace::hash() const {
+  // FNV-1a over a canonical text of the space.
+  std::string text;
+  for (const auto& p : m_params) {
+    text += p.name + ':' + std::string(to_string(p.scale)) + '[';
+    for (const auto& v : p.values) text += std::to_string(v.index()) + to_string(v) + ',';
+    text += "];";
+  }
+  for (const auto& r : m_rules.rules()) text += "rule:" + r + ';';
+  std::uint64_t h = 1469598103934665603ULL;
+  for (unsigned char ch : text) {
+    h ^= ch;
+    h *= 1099511628211ULL;
+  }
+  static const char* hex = "0123456789abcdef";
+  std::string out(16, '0');
+  for (int i = 15; i >= 0; --i, h >>= 4) out[static_cast<std::size_t>(i)] = hex[h & 0xF];
+  return out;
+}
+
+}  // namespace autotune

@@ -1,0 +1,13 @@
+#pragma once
+// Factories of the built-in strategies (registered in strategy_registry.cpp).
+#include <memory>
+
+#include "search/strategy.hpp"
+
+namespace autotune {
+
+std::unique_ptr<Strategy> make_random_strategy(const StrategyContext& ctx);
+std::unique_ptr<Strategy> make_grid_strategy(const StrategyContext& ctx);
+std::unique_ptr<Strategy> make_heuristic_strategy(const StrategyContext& ctx);
+
+}  // namespace autotune

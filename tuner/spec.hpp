@@ -1,0 +1,85 @@
+#pragma once
+// The validated contents of a space.yaml. Only spec_loader.cpp sees YAML; the
+// rest of the tuner works from this struct.
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "search/space.hpp"
+#include "workloads/options.hpp"
+#include "workloads/workload.hpp"
+
+namespace autotune {
+
+enum class Isolation {
+  process,  // each trial in its own child process (default)
+  inline_,  // in the tuner's process: cheap workloads only (replay, synthetic), chosen explicitly
+};
+
+struct WorkloadSpec {
+  std::string kind;              // resolved: `auto` becomes cuda or cpu
+  std::string requested_kind;    // as written (e.g. "auto")
+  Options options;               // kind-specific keys, validated against the kind's schema
+  double timeout_s = 600;        // per-trial timeout (`timeout:`), all kinds
+  int repeats = 1;               // measurements per configuration, median kept (`repeats:`)
+  Isolation isolation = Isolation::process;  // `isolation: process | inline`
+};
+
+struct SearchSpec {
+  std::string strategy = "bo";
+  int budget_trials = 0;         // 0 = not set
+  double budget_seconds = 0;     // 0 = not set
+  std::uint64_t seed = 0;
+  std::vector<Config> initial;   // validated: in the space and satisfying the rules
+  int confirm = 0;               // re-measure the top few at the end
+  int parallel = 1;              // trials in flight
+};
+
+struct OutputSpec {
+  std::filesystem::path tuned;    // resolved against the current directory
+  std::filesystem::path journal;
+};
+
+struct Spec {
+  std::filesystem::path file;     // where it was loaded from ("<embedded>" for the default)
+  WorkloadSpec workload;
+  SearchSpace space;
+  Limits limits;
+  std::string objective = "throughput";
+  SearchSpec search;
+  OutputSpec output;
+};
+
+// One problem with a spec file. Every error is located and says what was
+// expected and what was found.
+struct SpecError {
+  std::string file;
+  int line = 0;                 // 1-based; 0 when unknown
+  int column = 0;               // 1-based; 0 when unknown
+  std::string key_path;         // e.g. "space.batch_size.values[2]"
+  std::string expected;
+  std::string found;
+  std::string hint;             // e.g. "did you mean 'prefetch_factor'?"
+
+  // "space.yaml:12:5: space.batch_size.values[2]: expected an integer, found 'abc'"
+  std::string format() const;
+};
+
+struct SpecLoadResult {
+  std::optional<Spec> spec;     // set when errors is empty
+  std::vector<SpecError> errors;
+};
+
+// Loads and validates the whole file; every error is reported, none thrown.
+SpecLoadResult load_spec_file(const std::filesystem::path& path);
+// The same from text (`name` is used in messages; relative paths resolve
+// against base_dir).
+SpecLoadResult load_spec_text(const std::string& text, const std::string& name,
+                              const std::filesystem::path& base_dir);
+
+// The config the README's first command runs when no --config is given.
+const std::string& embedded_default_spec();
+
+}  // namespace autotune

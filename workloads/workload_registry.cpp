@@ -1,0 +1,15 @@
+// The kind -> factory table of workloads. Adding one: declare its info()
+// function in workloads.hpp and add one line here.
+#include "workloads/workloads.hpp"
+
+namespace autotune {
+
+const std::vector<WorkloadInfo>& workload_catalog() {
+  static const std::vector<WorkloadInfo> catalog = {
+      synthetic_workload_info(),
+      replay_workload_info(),
+  };
+  return catalog;
+}
+
+}  // namespace autotune

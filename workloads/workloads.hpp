@@ -1,0 +1,10 @@
+#pragma once
+// Descriptions (options + factory) of the built-in workload kinds.
+#include "workloads/workload.hpp"
+
+namespace autotune {
+
+WorkloadInfo synthetic_workload_info();
+WorkloadInfo replay_workload_info();
+
+}  // namespace autotune
