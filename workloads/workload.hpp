@@ -10,6 +10,8 @@
 #include <filesystem>
 #include <functional>
 #include <memory>
+#include <optional>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -38,6 +40,9 @@ class Workload {
   virtual ~Workload() = default;
   virtual std::string_view kind() const = 0;
   virtual Outcome measure(const Assignment& config, const TrialContext& ctx) = 0;
+  // The noise-free answer, where the workload knows it (synthetic, replay):
+  // lets `compare` and the tests know the exact optimum. nullopt otherwise.
+  virtual std::optional<Outcome> expected(const Assignment& /*config*/) const { return std::nullopt; }
 };
 
 // What a workload factory gets besides its options.

@@ -1,0 +1,222 @@
+#include "tuner/tune.hpp"
+
+#include <chrono>
+#include <deque>
+#include <map>
+#include <ostream>
+
+#include <fmt/format.h>
+
+#include "search/strategy.hpp"
+#include "tuner/interrupt.hpp"
+#include "tuner/journal.hpp"
+
+namespace autotune {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+std::string format_duration(double s) {
+  if (s < 60) return fmt::format("{:.0f}s", s);
+  if (s < 3600) return fmt::format("{:.0f}m{:02.0f}s", std::floor(s / 60), std::fmod(s, 60));
+  return fmt::format("{:.0f}h{:02.0f}m", std::floor(s / 3600), std::fmod(s / 60, 60));
+}
+
+class Progress {
+ public:
+  Progress(const TuneOptions& opt, int budget) : m_out(opt.progress), m_live(opt.live), m_budget(budget) {}
+
+  void trial(const TrialRecord& t, const std::optional<double>& best, double elapsed, int done) {
+    if (!m_out) return;
+    const std::string status(to_string(t.outcome.status));
+    std::string what = t.outcome.ok() ? fmt::format("{:.1f} samples/s", t.outcome.throughput)
+                                      : (t.outcome.reason.empty() ? status : status + ": " + t.outcome.reason);
+    if (what.size() > 70) what = what.substr(0, 67) + "...";
+    std::string eta;
+    if (m_budget > 0 && done > 0 && done < m_budget)
+      eta = "  eta " + format_duration(elapsed / done * (m_budget - done));
+    const std::string budget = m_budget > 0 ? fmt::format("/{}", m_budget) : "";
+    const std::string best_s = best ? fmt::format("{:.1f}", *best) : "-";
+    if (m_live) {
+      *m_out << fmt::format("\r\033[Ktrial {}{}  {:8}  best {}  elapsed {}{}", done, budget, status, best_s,
+                            format_duration(elapsed), eta)
+             << std::flush;
+    } else {
+      *m_out << fmt::format("trial {}{}  {}  [{}]  best {}  elapsed {}{}\n", done, budget, what,
+                            t.replayed ? "journal" : "", best_s, format_duration(elapsed), eta);
+    }
+    m_dirty = m_live;
+  }
+  void finish() {
+    if (m_out && m_dirty) *m_out << "\n";
+  }
+
+ private:
+  std::ostream* m_out;
+  bool m_live;
+  int m_budget;
+  bool m_dirty = false;
+};
+
+}  // namespace
+
+Outcome apply_limits(Outcome o, const Limits& limits) {
+  if (!o.ok()) return o;
+  auto over = [&](const char* key, double limit, const char* name) {
+    if (limit <= 0) return false;
+    auto v = o.metric(key);
+    if (!v || *v <= limit) return false;
+    o.status = Status::invalid;
+    o.reason = fmt::format("{} {} over the limit {}", name, format_bytes(*v), format_bytes(limit));
+    return true;
+  };
+  if (!over("vram_bytes", limits.vram_bytes, "device memory")) over("ram_bytes", limits.ram_bytes, "host memory");
+  return o;
+}
+
+nlohmann::json journal_header(const Spec& spec) {
+  nlohmann::json params = nlohmann::json::array();
+  for (const auto& p : spec.space.params()) {
+    nlohmann::json values = nlohmann::json::array();
+    for (const auto& v : p.values) values.push_back(to_string(v));
+    params.push_back({{"name", p.name}, {"scale", std::string(to_string(p.scale))}, {"values", values}});
+  }
+  return {{"version", 1},
+          {"space_hash", spec.space.hash()},
+          {"spec_file", spec.file.string()},
+          {"workload", spec.workload.kind},
+          {"parameters", params},
+          {"rules", spec.space.rules().rules()},
+          {"strategy", spec.search.strategy},
+          {"seed", spec.search.seed},
+          {"budget", {{"trials", spec.search.budget_trials}, {"seconds", spec.search.budget_seconds}}}};
+}
+
+TuneResult run_tuning(const Spec& spec, const MeasureFn& measure, const TuneOptions& options) {
+  const SearchSpace& space = spec.space;
+  StrategyContext ctx;
+  ctx.space = &space;
+  ctx.seed = spec.search.seed;
+  ctx.budget = spec.search.budget_trials;
+  ctx.initial = spec.search.initial;
+  ctx.vram_limit_bytes = spec.limits.vram_bytes;
+  ctx.ram_limit_bytes = spec.limits.ram_bytes;
+  auto strategy = make_strategy(spec.search.strategy, ctx);
+
+  TuneResult result;
+  std::deque<Config> rerun;  // started before a crash, never finished
+  double earlier_s = 0;
+  int next_trial = 1;
+
+  // Resume: replay finished trials through tell(); queue unfinished ones.
+  const bool have_journal = std::filesystem::exists(spec.output.journal);
+  if (options.resume && have_journal) {
+    JournalContents j;
+    try {
+      j = read_journal(spec.output.journal);
+    } catch (const JournalError& e) {
+      throw TuneError(e.what());
+    }
+    if (j.header.value("space_hash", "") != space.hash())
+      throw TuneError(spec.output.journal.string() + " records another search space (hash " +
+                      j.header.value("space_hash", "?") + ", this spec " + space.hash() +
+                      "); refusing to resume. Use another output path, or drop --resume to start anew.");
+    for (const auto& t : j.trials) {
+      next_trial = std::max(next_trial, t.trial + 1);
+      auto c = space.from_assignment(t.config);
+      if (!c) throw TuneError(spec.output.journal.string() + ": trial " + std::to_string(t.trial) +
+                              " has a configuration outside this space");
+      if (!t.outcome) {
+        rerun.push_back(*c);
+        continue;
+      }
+      strategy->tell(*c, *t.outcome);
+      earlier_s += t.outcome->seconds;
+      result.trials.push_back({t.trial, *c, *t.outcome, true});
+    }
+    // A configuration re-run after a crash must not also be finished already.
+    std::erase_if(rerun, [&](const Config& c) {
+      for (const auto& t : result.trials)
+        if (t.config == c) return true;
+      return false;
+    });
+  }
+  JournalWriter journal(spec.output.journal, !(options.resume && have_journal));
+  if (!(options.resume && have_journal)) journal.header(journal_header(spec));
+
+  const auto t0 = Clock::now();
+  auto elapsed = [&] { return earlier_s + std::chrono::duration<double>(Clock::now() - t0).count(); };
+  auto best_so_far = [&]() -> std::optional<double> {
+    std::optional<double> b;
+    for (const auto& t : result.trials)
+      if (t.outcome.ok() && (!b || t.outcome.throughput > *b)) b = t.outcome.throughput;
+    return b;
+  };
+
+  Progress progress(options, spec.search.budget_trials);
+  int done = static_cast<int>(result.trials.size());
+  for (const auto& t : result.trials) progress.trial(t, best_so_far(), elapsed(), done);
+
+  result.stopped_by = "exhausted";
+  while (true) {
+    if (interrupted()) {
+      result.stopped_by = "interrupted";
+      break;
+    }
+    if (spec.search.budget_trials > 0 && done >= spec.search.budget_trials) {
+      result.stopped_by = "budget";
+      break;
+    }
+    if (spec.search.budget_seconds > 0 && elapsed() >= spec.search.budget_seconds) {
+      result.stopped_by = "time";
+      break;
+    }
+    std::optional<Config> c;
+    if (!rerun.empty()) {
+      c = rerun.front();
+      rerun.pop_front();
+    } else {
+      c = strategy->ask();
+    }
+    if (!c) break;
+
+    const int trial = next_trial++;
+    const Assignment a = space.to_assignment(*c);
+    journal.started(trial, a, elapsed());
+    TrialContext tctx;
+    tctx.trial = trial;
+    tctx.seed = spec.search.seed * 1000003ULL + static_cast<std::uint64_t>(trial);
+    tctx.timeout_s = spec.workload.timeout_s;
+    tctx.limits = spec.limits;
+    tctx.log_dir = spec.output.journal.parent_path() /
+                   (spec.output.journal.stem().string() + ".trials") / ("trial-" + std::to_string(trial));
+    const auto ts = Clock::now();
+    Outcome o = measure(a, tctx);
+    if (o.seconds <= 0) o.seconds = std::chrono::duration<double>(Clock::now() - ts).count();
+    o = apply_limits(std::move(o), spec.limits);
+    if (interrupted() && !o.ok() && (o.status == Status::timeout || o.status == Status::crash)) {
+      // Stopped by our own Ctrl-C, not a property of the configuration: run it
+      // again on --resume rather than recording a false failure.
+      result.stopped_by = "interrupted";
+      break;
+    }
+    journal.finished(trial, a, o, elapsed());
+    strategy->tell(*c, o);
+    result.trials.push_back({trial, *c, o, false});
+    ++done;
+    progress.trial(result.trials.back(), best_so_far(), elapsed(), done);
+  }
+  progress.finish();
+  result.elapsed_s = elapsed();
+
+  result.best = strategy->recommend();
+  if (result.best)
+    for (const auto& t : result.trials)
+      if (t.config == *result.best && t.outcome.ok()) result.best_outcome = t.outcome;
+  if (!spec.search.initial.empty())
+    for (const auto& t : result.trials)
+      if (t.config == spec.search.initial.front()) result.baseline = t;
+  return result;
+}
+
+}  // namespace autotune
