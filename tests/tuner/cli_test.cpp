@@ -19,13 +19,13 @@ namespace {
 
 namespace fs = std::filesystem;
 
-struct Run {
+struct CliRun {
   int status = -1;
   std::string out;  // stdout and stderr together
 };
 
-Run run(const std::string& args) {
-  Run r;
+CliRun run(const std::string& args) {
+  CliRun r;
   const std::string cmd = std::string(AUTOTUNE_BINARY) + " " + args + " 2>&1";
   FILE* p = ::popen(cmd.c_str(), "r");
   std::array<char, 4096> buf{};
@@ -77,7 +77,7 @@ class Cli : public ::testing::Test {
 };
 
 TEST_F(Cli, HelpListsSubcommandsAndOverrides) {
-  Run r = run("--help");
+  CliRun r = run("--help");
   EXPECT_EQ(r.status, 0);
   for (const char* s : {"--config", "--strategy", "--budget", "--seed", "--out", "--resume", "validate", "sweep"})
     EXPECT_NE(r.out.find(s), std::string::npos) << s;
@@ -85,7 +85,7 @@ TEST_F(Cli, HelpListsSubcommandsAndOverrides) {
 
 TEST_F(Cli, TunesASyntheticSpaceAndWritesAFeasibleBest) {
   auto spec = write("space.yaml", synthetic_spec());
-  Run r = run("--config " + spec.string() + " --quiet");
+  CliRun r = run("--config " + spec.string() + " --quiet");
   ASSERT_EQ(r.status, 0) << r.out;
   YAML::Node y = YAML::LoadFile((m_dir / "tuned.yaml").string());
   EXPECT_EQ(y["best"].size(), 4u);
@@ -99,14 +99,14 @@ TEST_F(Cli, TunesASyntheticSpaceAndWritesAFeasibleBest) {
 TEST_F(Cli, BadConfigExitsTwoAndWritesNothing) {
   auto spec = write("bad.yaml", "workload: {kind: synthetic}\nspace:\n  batch_size: {values: [16, oops]}\n"
                                 "output: {tuned: " + (m_dir / "tuned.yaml").string() + "}\n");
-  Run r = run("--config " + spec.string());
+  CliRun r = run("--config " + spec.string());
   EXPECT_EQ(r.status, 2) << r.out;
   EXPECT_NE(r.out.find("bad.yaml:3:"), std::string::npos) << r.out;
   EXPECT_FALSE(fs::exists(m_dir / "tuned.yaml"));
   EXPECT_FALSE(fs::exists(m_dir / "tuned.journal.jsonl"));
-  Run v = run("validate --config " + spec.string());
+  CliRun v = run("validate --config " + spec.string());
   EXPECT_EQ(v.status, 2);
-  Run missing = run("--config " + (m_dir / "absent.yaml").string());
+  CliRun missing = run("--config " + (m_dir / "absent.yaml").string());
   EXPECT_EQ(missing.status, 2);
 }
 
@@ -120,7 +120,7 @@ TEST_F(Cli, BadOverridesExitTwo) {
 
 TEST_F(Cli, ValidatePrintsTheResolvedSpace) {
   auto spec = write("space.yaml", synthetic_spec());
-  Run r = run("validate --config " + spec.string());
+  CliRun r = run("validate --config " + spec.string());
   ASSERT_EQ(r.status, 0) << r.out;
   EXPECT_NE(r.out.find("size: 180 configurations"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("valid: 180"), std::string::npos) << r.out;
@@ -133,13 +133,13 @@ TEST_F(Cli, OverridesAndResumeContinueWithoutRerunning) {
   ASSERT_EQ(run("--config " + spec.string() + " --quiet --strategy grid --budget 6 --out " + out.string()).status, 0);
   const auto journal = m_dir / "o" / "t.journal.jsonl";
   EXPECT_EQ(count_finished(journal), 6u);
-  Run r = run("--config " + spec.string() + " --quiet --strategy grid --budget 10 --resume --out " + out.string());
+  CliRun r = run("--config " + spec.string() + " --quiet --strategy grid --budget 10 --resume --out " + out.string());
   ASSERT_EQ(r.status, 0) << r.out;
   EXPECT_EQ(count_finished(journal), 10u);
   EXPECT_EQ(YAML::LoadFile(out.string())["search"]["trials"].as<int>(), 10);
   // Another space refuses to resume onto this journal.
   auto other = write("other.yaml", "workload: {kind: synthetic}\nspace:\n  batch_size: [16, 32]\n");
-  Run refused = run("--config " + other.string() + " --quiet --resume --out " + out.string());
+  CliRun refused = run("--config " + other.string() + " --quiet --resume --out " + out.string());
   EXPECT_EQ(refused.status, 2) << refused.out;
   EXPECT_NE(refused.out.find("another search space"), std::string::npos) << refused.out;
 }
@@ -168,7 +168,7 @@ TEST_F(Cli, CtrlCWritesTheBestSoFarAndExits130) {
 TEST_F(Cli, SweepRecordsATableThatReplayReads) {
   auto spec = write("space.yaml", synthetic_spec());
   const auto csv = m_dir / "table.csv";
-  Run s = run("sweep --config " + spec.string() + " --out " + csv.string());
+  CliRun s = run("sweep --config " + spec.string() + " --out " + csv.string());
   ASSERT_EQ(s.status, 0) << s.out;
   std::ifstream in(csv);
   std::string header;
@@ -187,7 +187,7 @@ TEST_F(Cli, SweepRecordsATableThatReplayReads) {
                                      "  precision: {values: [fp32, bf16]}\n"
                                      "search: {strategy: grid, budget: 200}\n"
                                      "output: {tuned: " + (m_dir / "replayed.yaml").string() + "}\n");
-  Run r = run("--config " + replay.string() + " --quiet");
+  CliRun r = run("--config " + replay.string() + " --quiet");
   ASSERT_EQ(r.status, 0) << r.out;
   EXPECT_EQ(YAML::LoadFile((m_dir / "replayed.yaml").string())["search"]["ok"].as<int>(), 180);
 }
