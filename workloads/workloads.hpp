@@ -6,5 +6,6 @@ namespace autotune {
 
 WorkloadInfo synthetic_workload_info();
 WorkloadInfo replay_workload_info();
+WorkloadInfo command_workload_info();
 
 }  // namespace autotune
