@@ -25,36 +25,47 @@ CommandTemplate CommandTemplate::parse(const std::string& text, const std::vecto
     return false;
   };
   auto where = [&](std::size_t i) { return fmt::format("command, column {}", i + 1); };
+  auto ident_char = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' || c == '-'; };
   for (std::size_t i = 0; i < text.size(); ++i) {
     const char c = text[i];
     if (c == '{' && i + 1 < text.size() && text[i + 1] == '{') {
       literal += '{';
       ++i;
-    } else if (c == '}' && i + 1 < text.size() && text[i + 1] == '}') {
+      continue;
+    }
+    if (c == '}' && i + 1 < text.size() && text[i + 1] == '}') {
       literal += '}';
       ++i;
-    } else if (c == '}') {
-      throw WorkloadConfigError(where(i) + ": a lone '}' (write '}}' for a literal brace)");
-    } else if (c == '{') {
-      const auto close = text.find('}', i + 1);
-      if (close == std::string::npos)
-        throw WorkloadConfigError(where(i) + ": '{' is never closed (write '{{' for a literal brace)");
-      const std::string name = text.substr(i + 1, close - i - 1);
-      if (name.empty()) throw WorkloadConfigError(where(i) + ": empty placeholder '{}'");
-      if (!known(name)) {
-        std::string list;
-        for (const auto& p : names) list += (list.empty() ? "" : ", ") + p;
-        throw WorkloadConfigError(fmt::format(
-            "{}: placeholder '{{{}}}' is not a parameter of the space (parameters: {}); write '{{{{' and '}}}}' "
-            "for literal braces, e.g. '${{{{HOME}}}}' for a shell variable",
-            where(i), name, list.empty() ? "none" : list));
-      }
-      flush();
-      t.parts.push_back({true, name});
-      i = close;
-    } else {
-      literal += c;
+      continue;
     }
+    // A placeholder is `{identifier}`; any other brace is literal text, so
+    // that JSON, awk '{print $1}' and find's {} pass through unchanged.
+    std::size_t j = i + 1;
+    while (c == '{' && j < text.size() && ident_char(text[j])) ++j;
+    const bool ident_start = c == '{' && i + 1 < text.size() &&
+                             (std::isalpha(static_cast<unsigned char>(text[i + 1])) || text[i + 1] == '_');
+    if (!ident_start) {
+      literal += c;
+      continue;
+    }
+    if (j == text.size())
+      throw WorkloadConfigError(where(i) + ": '{' is never closed (write '{{' for a literal brace)");
+    if (text[j] != '}') {
+      literal += c;
+      continue;
+    }
+    const std::string name = text.substr(i + 1, j - i - 1);
+    if (!known(name)) {
+      std::string list;
+      for (const auto& p : names) list += (list.empty() ? "" : ", ") + p;
+      throw WorkloadConfigError(fmt::format(
+          "{}: placeholder '{{{}}}' is not a parameter of the space (parameters: {}); write '{{{{' and '}}}}' "
+          "for literal braces, e.g. '${{{{HOME}}}}' for a shell variable",
+          where(i), name, list.empty() ? "none" : list));
+    }
+    flush();
+    t.parts.push_back({true, name});
+    i = j;
   }
   flush();
   return t;

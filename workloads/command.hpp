@@ -4,11 +4,15 @@
 //
 //   command: "python3 train.py --bs {batch_size} --precision {precision}"
 //
-// `{name}` is replaced by the configuration's value of parameter `name`
-// (verbatim, not shell-quoted: the AUTOTUNE_<NAME> environment variables are
-// the quoting-free route); `{{` and `}}` are literal braces, so a shell
-// variable is written `${{HOME}}`. An unknown or malformed placeholder is a
-// WorkloadConfigError when the workload is built, not a failed trial.
+// `{name}` (an identifier: letters, digits, `_`, `.`, `-`) is replaced by the
+// configuration's value of parameter `name`, verbatim, not shell-quoted (the
+// AUTOTUNE_<NAME> environment variables are the quoting-free route). `{{` and
+// `}}` are literal braces; any brace that does not open an identifier
+// placeholder is literal too, so JSON, awk '{print $1}' and find's `{}` pass
+// through. A shell variable in braces must be written `${{HOME}}`: `${HOME}`
+// reads as the placeholder HOME. An unknown parameter name or an unclosed
+// `{name` is a WorkloadConfigError when the workload is built, not a failed
+// trial.
 //
 // Every trial is a `shell -c command` process in its own process group, also
 // when measure() is called inline: a command trial is always isolated.
@@ -27,8 +31,8 @@ struct CommandTemplate {
   };
   std::vector<Part> parts;
 
-  // Throws WorkloadConfigError naming the column for an unknown parameter, an
-  // unclosed `{`, a lone `}` or an empty `{}`.
+  // Throws WorkloadConfigError naming the column for an unknown parameter or
+  // an unclosed `{name` at the end of the text.
   static CommandTemplate parse(const std::string& text, const std::vector<std::string>& parameter_names);
   std::string expand(const Assignment& config) const;
 };

@@ -158,10 +158,12 @@ void write_all(int fd, const char* data, std::size_t n) {
   }
 }
 
-void child_fail(const char* what) {
+void child_fail(const char* what, const char* detail) {
   const char* msg = std::strerror(errno);  // not strictly async-signal-safe; glibc's is fine here
   write_all(2, "autotune: ", 10);
   write_all(2, what, std::strlen(what));
+  write_all(2, " ", 1);
+  write_all(2, detail, std::strlen(detail));
   write_all(2, ": ", 2);
   write_all(2, msg, std::strlen(msg));
   write_all(2, "\n", 1);
@@ -389,13 +391,13 @@ ExternalRun run_external(const ExternalCommand& cmd, const std::map<std::string,
   }
   if (pid == 0) {
     child_setup(out_w.fd, err_w.fd, opt.cpus);
-    if (!cwd.empty() && ::chdir(cwd.c_str()) != 0) child_fail("chdir");
+    if (!cwd.empty() && ::chdir(cwd.c_str()) != 0) child_fail("chdir", cwd.c_str());
     // Descriptors the tuner (or another slot's thread) opened without
     // O_CLOEXEC must not reach the trial: a leaked pipe end would keep
     // another trial's output open.
     ::syscall(SYS_close_range, 3U, ~0U, 0U);
     ::execve(program.c_str(), argv.data(), envp.data());
-    child_fail("exec");
+    child_fail("exec", program.c_str());
   }
   out_w.reset();
   err_w.reset();
