@@ -212,6 +212,7 @@ ExternalRun supervise(pid_t pid, Fd& out_r, Fd& err_r, Fd* res_r, const ChildOpt
   double drain_until = kNever;
   bool exited = false, term_sent = false, kill_sent = false;
   double next_sample = 0;
+  double idle_us = 200;
   std::array<char, 16384> buf;
 
   auto sample = [&] {
@@ -261,7 +262,10 @@ ExternalRun supervise(pid_t pid, Fd& out_r, Fd& err_r, Fd* res_r, const ChildOpt
     if (!exited) wake = std::min(wake, since(t0) + 0.01);
     int ms = static_cast<int>(std::clamp((wake - since(t0)) * 1000.0, 0.0, 50.0));
     if (fds.empty()) {
-      ::usleep(static_cast<useconds_t>(std::max(ms, 1) * 1000));
+      // Outputs closed, child not yet reaped: usually it is exiting right
+      // now, so wait briefly first and back off for one that lives on.
+      ::usleep(static_cast<useconds_t>(std::min<double>(ms * 1000.0, idle_us)));
+      idle_us = std::min(idle_us * 2, 10000.0);
       continue;
     }
     int n = ::poll(fds.data(), fds.size(), std::max(ms, 1));
