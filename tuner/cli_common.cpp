@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "search/strategy.hpp"
+#include "tuner/runner.hpp"
 #include "workloads/options.hpp"
 
 namespace autotune {
@@ -41,14 +42,13 @@ std::unique_ptr<Workload> make_workload_or_report(const Spec& spec) {
   }
 }
 
-MeasureFn make_measure(const Spec& /*spec*/, Workload& workload) {
-  return [&workload](const Assignment& a, const TrialContext& ctx) {
-    try {
-      return workload.measure(a, ctx);
-    } catch (const std::exception& e) {
-      return Outcome::failure(Status::error, std::string("workload threw: ") + e.what());
-    }
-  };
+MeasureFn make_measure(const Spec& spec, Workload& workload) {
+  // The runner (tuner/runner.hpp) owns isolation, timeout, repeats and the
+  // RAM measurement; it never throws for a failed trial.
+  std::shared_ptr<TrialExecutor> exec = spec.workload.isolation == Isolation::inline_
+                                            ? make_inline_executor(workload, spec.workload.repeats)
+                                            : make_process_executor(workload, spec.workload.repeats);
+  return [exec](const Assignment& a, const TrialContext& ctx) { return exec->run(a, ctx); };
 }
 
 bool apply_overrides(Spec& spec, const Overrides& o) {
