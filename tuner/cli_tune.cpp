@@ -56,6 +56,7 @@ std::function<int()> add_tune_options(CLI::App& app) {
   app.add_option("--budget", args->overrides.budget, "override the budget: trials (40) or time (10m)");
   app.add_option("--seed", args->overrides.seed, "override search.seed");
   app.add_option("--out,-o", args->overrides.out, "where to write tuned.yaml (the journal goes beside it)");
+  app.add_option("--parallel", args->overrides.parallel, "trials in flight at once (search.parallel)");
   app.add_flag("--resume", args->resume, "continue from the journal without re-running finished trials");
   app.add_flag("--quiet,-q", args->quiet, "no progress output");
   return [args]() -> int {

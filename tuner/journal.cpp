@@ -44,6 +44,7 @@ nlohmann::json to_json(const Outcome& o) {
   j["metrics"] = m;
   j["reason"] = o.reason;
   j["seconds"] = o.seconds;
+  if (!o.labels.empty()) j["labels"] = o.labels;
   return j;
 }
 
@@ -56,6 +57,8 @@ Outcome outcome_from_json(const nlohmann::json& j) {
   if (j.contains("metrics"))
     for (const auto& [k, v] : j["metrics"].items()) o.metrics[k] = v.get<double>();
   o.reason = j.value("reason", "");
+  if (j.contains("labels"))
+    for (const auto& [k, v] : j["labels"].items()) o.labels[k] = v.get<std::string>();
   o.seconds = j.value("seconds", 0.0);
   return o;
 }

@@ -1,6 +1,9 @@
 #include "tuner/tune.hpp"
 
 #include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
 #include <deque>
 #include <map>
 #include <ostream>
@@ -157,55 +160,119 @@ TuneResult run_tuning(const Spec& spec, const MeasureFn& measure, const TuneOpti
   int done = static_cast<int>(result.trials.size());
   for (const auto& t : result.trials) progress.trial(t, best_so_far(), elapsed(), done);
 
-  result.stopped_by = "exhausted";
-  while (true) {
-    if (interrupted()) {
-      result.stopped_by = "interrupted";
-      break;
-    }
-    if (spec.search.budget_trials > 0 && done >= spec.search.budget_trials) {
-      result.stopped_by = "budget";
-      break;
-    }
-    if (spec.search.budget_seconds > 0 && elapsed() >= spec.search.budget_seconds) {
-      result.stopped_by = "time";
-      break;
-    }
-    std::optional<Config> c;
-    if (!rerun.empty()) {
-      c = rerun.front();
-      rerun.pop_front();
-    } else {
-      c = strategy->ask();
-    }
-    if (!c) break;
+  // Up to `parallel` trials in flight, each measured on its own thread (a
+  // process trial is a child of that thread). The strategy is only touched
+  // here, on this thread: asked while others are pending, told as each
+  // finishes, so a slow trial never holds up the others' slots.
+  struct Done {
+    int trial;
+    int slot;
+    Config config;
+    Outcome outcome;
+  };
+  std::mutex mu;
+  std::condition_variable cv;
+  std::deque<Done> finished;
+  std::vector<std::thread> workers(static_cast<std::size_t>(std::max(1, spec.search.parallel)));  // per slot
+  const int parallel = std::max(1, spec.search.parallel);
+  std::vector<bool> slot_busy(static_cast<std::size_t>(parallel), false);
+  int in_flight = 0;
+  int started = done;
 
+  auto launch = [&](const Config& c) {
+    int slot = 0;
+    while (slot_busy[static_cast<std::size_t>(slot)]) ++slot;
+    slot_busy[static_cast<std::size_t>(slot)] = true;
     const int trial = next_trial++;
-    const Assignment a = space.to_assignment(*c);
+    const Assignment a = space.to_assignment(c);
     journal.started(trial, a, elapsed());
     TrialContext tctx;
     tctx.trial = trial;
+    tctx.slot = slot;
     tctx.seed = spec.search.seed * 1000003ULL + static_cast<std::uint64_t>(trial);
     tctx.timeout_s = spec.workload.timeout_s;
     tctx.limits = spec.limits;
     tctx.log_dir = spec.output.journal.parent_path() /
                    (spec.output.journal.stem().string() + ".trials") / ("trial-" + std::to_string(trial));
-    const auto ts = Clock::now();
-    Outcome o = measure(a, tctx);
-    if (o.seconds <= 0) o.seconds = std::chrono::duration<double>(Clock::now() - ts).count();
-    o = apply_limits(std::move(o), spec.limits);
-    if (interrupted() && !o.ok() && (o.status == Status::timeout || o.status == Status::crash)) {
-      // Stopped by our own Ctrl-C, not a property of the configuration: run it
-      // again on --resume rather than recording a false failure.
-      result.stopped_by = "interrupted";
-      break;
+    if (options.slot_env) tctx.env = options.slot_env(slot);
+    ++in_flight;
+    ++started;
+    auto& worker = workers[static_cast<std::size_t>(slot)];
+    if (worker.joinable()) worker.join();  // the slot's previous trial has reported already
+    worker = std::thread([&, c, a, tctx] {
+      const auto ts = Clock::now();
+      Outcome o;
+      try {
+        o = measure(a, tctx);
+      } catch (const std::exception& e) {
+        o = Outcome::failure(Status::error, std::string("measurement threw: ") + e.what());
+      }
+      if (o.seconds <= 0) o.seconds = std::chrono::duration<double>(Clock::now() - ts).count();
+      std::lock_guard<std::mutex> lock(mu);
+      finished.push_back({tctx.trial, tctx.slot, c, std::move(o)});
+      cv.notify_all();
+    });
+  };
+
+  result.stopped_by = "exhausted";
+  bool stop_launching = false;
+  while (true) {
+    // Launch while there is a free slot and something to run.
+    while (!stop_launching && in_flight < parallel) {
+      if (interrupted()) {
+        result.stopped_by = "interrupted";
+        stop_launching = true;
+      } else if (spec.search.budget_trials > 0 && started >= spec.search.budget_trials) {
+        result.stopped_by = "budget";
+        stop_launching = true;
+      } else if (spec.search.budget_seconds > 0 && elapsed() >= spec.search.budget_seconds) {
+        result.stopped_by = "time";
+        stop_launching = true;
+      } else {
+        std::optional<Config> c;
+        if (!rerun.empty()) {
+          c = rerun.front();
+          rerun.pop_front();
+        } else {
+          c = strategy->ask();
+        }
+        if (!c) {
+          // Nothing to propose now: the strategy may be waiting on pending
+          // trials (then ask again when one finishes), or it is exhausted.
+          if (in_flight == 0) stop_launching = true;
+          break;
+        }
+        launch(*c);
+      }
     }
-    journal.finished(trial, a, o, elapsed());
-    strategy->tell(*c, o);
-    result.trials.push_back({trial, *c, o, false});
+    if (in_flight == 0) break;
+
+    Done d;
+    {
+      std::unique_lock<std::mutex> lock(mu);
+      cv.wait_for(lock, std::chrono::milliseconds(100), [&] { return !finished.empty(); });
+      if (finished.empty()) continue;  // look at the interrupt flag and the clock again
+      d = std::move(finished.front());
+      finished.pop_front();
+    }
+    --in_flight;
+    slot_busy[static_cast<std::size_t>(d.slot)] = false;
+    Outcome o = apply_limits(std::move(d.outcome), spec.limits);
+    if (interrupted() && !o.ok() && (o.status == Status::timeout || o.status == Status::crash)) {
+      // Stopped by our own Ctrl-C, not a property of the configuration: it is
+      // run again on --resume rather than recorded as a failure.
+      result.stopped_by = "interrupted";
+      continue;
+    }
+    const Assignment a = space.to_assignment(d.config);
+    journal.finished(d.trial, a, o, elapsed());
+    strategy->tell(d.config, o);
+    result.trials.push_back({d.trial, d.config, o, false});
     ++done;
     progress.trial(result.trials.back(), best_so_far(), elapsed(), done);
   }
+  for (auto& w : workers)
+    if (w.joinable()) w.join();
   progress.finish();
   result.elapsed_s = elapsed();
 

@@ -3,6 +3,7 @@
 // time, exhaustion or Ctrl-C. Knows nothing of YAML or the command line.
 #include <functional>
 #include <iosfwd>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -35,6 +36,8 @@ struct TuneOptions {
   bool resume = false;
   std::ostream* progress = nullptr;  // nullptr: silent
   bool live = false;                 // rewrite one progress line (a terminal) instead of a line per trial
+  // Environment for the trials of a parallel slot (e.g. its GPU); none when empty.
+  std::function<std::map<std::string, std::string>(int slot)> slot_env;
 };
 
 // Measures one configuration; never throws for a failed trial.

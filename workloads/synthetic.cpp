@@ -31,7 +31,7 @@ const std::vector<SyntheticProfile>& synthetic_profiles() {
     SyntheticProfile compute = balanced;
     compute.name = "compute_bound";
     compute.summary = "light preprocessing, a big model: precision and batch size dominate";
-    compute.c_sample = 160e-6;
+    compute.c_sample = 200e-6;
     compute.c_preprocess = 0.25e-3;
     compute.act_bytes = 70e6;
     compute.device_bytes = 40e9;
@@ -39,10 +39,10 @@ const std::vector<SyntheticProfile>& synthetic_profiles() {
 
     SyntheticProfile tight = balanced;
     tight.name = "memory_tight";
-    tight.summary = "an 8 GiB card and 24 GiB of RAM: only about a quarter of the space fits";
+    tight.summary = "an 8 GB card and 16 GB of RAM: only about a quarter of the space fits";
     tight.device_bytes = 8e9;
-    tight.host_bytes = 24e9;
-    tight.act_bytes = 60e6;
+    tight.host_bytes = 16e9;
+    tight.act_bytes = 220e6;
     tight.sample_bytes = 1.5e6;
     v.push_back(tight);
     return v;

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <stdexcept>
@@ -33,6 +34,10 @@ struct TrialContext {
   double timeout_s = 0;             // 0 = none; the runner enforces it, workloads may use it as a cap
   Limits limits;                    // the spec's constraints
   std::filesystem::path log_dir;    // per-trial folder for logs; empty = keep none
+  int slot = 0;                     // the parallel slot running it (0-based)
+  // Extra environment for a trial's child process (e.g. CUDA_VISIBLE_DEVICES
+  // of its slot); in-process workloads ignore it.
+  std::map<std::string, std::string> env;
 };
 
 class Workload {
