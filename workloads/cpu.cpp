@@ -287,7 +287,7 @@ WorkloadInfo cpu_workload_info() {
       {"threads", OptionType::integer, OptionValue{I{1}},
        "threads for Eigen's products (needs OpenMP); 1 leaves the other cores to the loader", {}, 1.0, 1024.0},
   };
-  for (auto& s : pipeline_option_specs(5.0)) info.options.push_back(std::move(s));
+  for (auto& s : pipeline_option_specs(PipelineDefaults{})) info.options.push_back(std::move(s));
   info.make = [](const Options& o, const WorkloadEnv&) -> std::unique_ptr<Workload> {
     if (o.get_int("input_dim") > 2 * o.get_int("sample_bytes"))
       throw WorkloadConfigError("cpu workload: input_dim must not exceed 2 * sample_bytes");

@@ -5,21 +5,21 @@
 
 namespace autotune {
 
-std::vector<OptionSpec> pipeline_option_specs(double default_max_seconds) {
+std::vector<OptionSpec> pipeline_option_specs(const PipelineDefaults& d) {
   using I = std::int64_t;
   return {
-      {"sample_bytes", OptionType::bytes, OptionValue{I{4096}},
+      {"sample_bytes", OptionType::bytes, OptionValue{d.sample_bytes},
        "raw bytes per synthetic sample; decoding expands them to twice as many", {}, 1.0, 1e9},
-      {"preprocess_passes", OptionType::integer, OptionValue{I{4}},
+      {"preprocess_passes", OptionType::integer, OptionValue{d.preprocess_passes},
        "smoothing passes over each decoded sample: the CPU cost knob of preprocessing", {}, 0.0, 10000.0},
-      {"dataset_samples", OptionType::integer, OptionValue{I{2048}},
+      {"dataset_samples", OptionType::integer, OptionValue{d.dataset_samples},
        "raw samples held in host memory (drawn with replacement)", {}, 1.0, 1e9},
       {"warmup_seconds", OptionType::duration, OptionValue{1.5},
        "minimum warm-up; it also lasts at least as many steps as the prefetch queue holds", {}, 0.0},
       {"window_seconds", OptionType::duration, OptionValue{0.2}, "minimum length of a timed window", {}, 0.0},
       {"target_rsd", OptionType::number, OptionValue{0.02},
        "stop when the relative spread of the last 5 window throughputs is at or under this", {}, 1e-6, 10.0},
-      {"max_seconds", OptionType::duration, OptionValue{default_max_seconds},
+      {"max_seconds", OptionType::duration, OptionValue{d.max_seconds},
        "time cap of one measurement (warm-up included)", {}, 0.01},
       {"seed", OptionType::integer, OptionValue{I{0}}, "seed of the synthetic data, mixed with the trial's"},
   };

@@ -30,7 +30,13 @@ struct PipelineKnobs {
 // Options of the pipeline and the measurement, for a workload's schema:
 // sample_bytes, preprocess_passes, dataset_samples, warmup_seconds,
 // window_seconds, target_rsd, max_seconds, seed.
-std::vector<OptionSpec> pipeline_option_specs(double default_max_seconds);
+struct PipelineDefaults {
+  std::int64_t sample_bytes = 4096;
+  std::int64_t preprocess_passes = 4;
+  std::int64_t dataset_samples = 2048;
+  double max_seconds = 5.0;
+};
+std::vector<OptionSpec> pipeline_option_specs(const PipelineDefaults& d);
 
 // Reads the options and the configuration; empty on success, else why the
 // configuration is unusable (an `error` outcome). A trial timeout caps
