@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <iostream>
+
 #include "workloads/cuda/cuda_workload.hpp"
 #include "workloads/workloads.hpp"
 
@@ -84,6 +86,20 @@ TEST_F(CudaDevice, GradAccumAndPageableCopiesWork) {
   const Outcome o = w->measure(config(128, 2, false, "bf16", 4), TrialContext{});
   ASSERT_TRUE(o.ok()) << o.reason;
   EXPECT_GT(o.throughput, 0.0);
+}
+
+// Not run by default (bench/gpu/run_h100.sh runs it): the largest layer's
+// GEMM TFLOP/s per precision at width 8192, batch 4096.
+TEST_F(CudaDevice, DISABLED_GemmTflopsPerPrecision) {
+  auto w = make_cuda({{"width", I{8192}}, {"depth", I{2}}, {"input_dim", I{1024}}, {"max_seconds", 1.5},
+                      {"warmup_seconds", 0.3}});
+  std::cout << "precision,batch_size,gemm_tflops,model_tflops,throughput,gpu_busy,vram_bytes\n";
+  for (const char* p : {"fp32", "tf32", "fp16", "bf16"}) {
+    const Outcome o = w->measure(config(4096, 12, true, p), TrialContext{});
+    ASSERT_TRUE(o.ok()) << p << ": " << o.reason;
+    std::cout << p << ",4096," << *o.metric("gemm_tflops") << "," << *o.metric("model_tflops") << ","
+              << o.throughput << "," << *o.metric("gpu_busy") << "," << *o.metric("vram_bytes") << "\n";
+  }
 }
 
 }  // namespace
