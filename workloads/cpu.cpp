@@ -212,6 +212,7 @@ class CpuWorkload final : public Workload {
 
     MeasureResult r;
     double last_loss = 0, wait_fraction = 0;
+    bool loader_failed = false;
     try {
       Loader loader(k.loader);
       Mlp mlp(shape, k.loader.batch_size, m_opts.get_string("optimizer") == "adam",
@@ -240,11 +241,13 @@ class CpuWorkload final : public Workload {
       const double wait0 = loader.stats().wait_seconds;
       r = measure_steps(k.measure, step);
       loader.stop();
+      loader_failed = loader.failed();
       if (r.elapsed_seconds > 0) wait_fraction = (loader.stats().wait_seconds - wait0) / r.elapsed_seconds;
     } catch (const std::bad_alloc&) {
       return Outcome::failure(Status::host_oom, fmt::format("host allocation failed (estimated {})",
                                                             format_bytes(estimate)));
     }
+    if (loader_failed) return Outcome::failure(Status::host_oom, "a loader worker failed to allocate its buffers");
     if (r.failed || r.windows == 0)
       return Outcome::failure(Status::error, "the measurement produced no timed window");
     if (!std::isfinite(last_loss))

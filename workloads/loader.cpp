@@ -223,13 +223,22 @@ void Loader::fill(int slot, std::int64_t index, std::uint8_t* scratch) {
 }
 
 void Loader::worker_main(int w) {
-  std::vector<std::uint8_t> scratch(2 * static_cast<std::size_t>(m_config.sample_bytes));
-  auto& ready = *m_ready[static_cast<std::size_t>(w)];
-  for (std::int64_t index = w; !m_stopping.load(); index += m_config.num_workers) {
-    std::optional<int> slot = m_free.pop();
-    if (!slot) break;
-    fill(*slot, index, scratch.data());
-    if (!ready.push(*slot)) break;
+  try {
+    std::vector<std::uint8_t> scratch(2 * static_cast<std::size_t>(m_config.sample_bytes));
+    auto& ready = *m_ready[static_cast<std::size_t>(w)];
+    for (std::int64_t index = w; !m_stopping.load(); index += m_config.num_workers) {
+      std::optional<int> slot = m_free.pop();
+      if (!slot) break;
+      fill(*slot, index, scratch.data());
+      if (!ready.push(*slot)) break;
+    }
+  } catch (...) {
+    // A worker that cannot go on (its scratch allocation failed) ends the
+    // sequence for everyone rather than leaving the consumer waiting forever.
+    m_failed.store(true);
+    m_stopping.store(true);
+    m_free.close();
+    for (auto& q : m_ready) q->close();
   }
   m_running.fetch_sub(1);
 }

@@ -119,6 +119,8 @@ class Loader {
   std::size_t queue_capacity() const;  // num_workers * prefetch_factor (0 inline)
   std::size_t pool_size() const { return m_pool.size(); }
   int running_workers() const { return m_running.load(); }
+  // A worker failed (e.g. could not allocate) and ended the sequence.
+  bool failed() const { return m_failed.load(); }
 
   // The preprocessing of one sample, exposed for tests: writes input_dim floats.
   // `scratch` must hold 2 * sample_bytes bytes.
@@ -147,6 +149,7 @@ class Loader {
   std::vector<std::thread> m_workers;
   std::atomic<bool> m_stopping{false};
   std::atomic<int> m_running{0};
+  std::atomic<bool> m_failed{false};
   std::int64_t m_next_index = 0;
   LoaderStats m_stats;
 };

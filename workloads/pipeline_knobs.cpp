@@ -16,7 +16,7 @@ std::vector<OptionSpec> pipeline_option_specs(const PipelineDefaults& d) {
        "raw samples held in host memory (drawn with replacement)", {}, 1.0, 1e9},
       {"warmup_seconds", OptionType::duration, OptionValue{1.5},
        "minimum warm-up; it also lasts at least as many steps as the prefetch queue holds", {}, 0.0},
-      {"window_seconds", OptionType::duration, OptionValue{0.2}, "minimum length of a timed window", {}, 0.0},
+      {"window_seconds", OptionType::duration, OptionValue{0.3}, "minimum length of a timed window", {}, 0.0},
       {"target_rsd", OptionType::number, OptionValue{0.02},
        "stop when the relative spread of the last 5 window throughputs is at or under this", {}, 1e-6, 10.0},
       {"max_seconds", OptionType::duration, OptionValue{d.max_seconds},

@@ -115,6 +115,22 @@ TEST(CpuWorkload, WorkersBeatInlineLoadingWhenPreprocessingIsHeavy) {
     EXPECT_GT(workers_best, 0.8 * inline_best) << "(machine busy: parallel speedup " << speedup << ")";
 }
 
+TEST(CpuWorkload, TrainingLearnsASmallDataset) {
+  // 32 samples whose decoded size equals input_dim (no crop offset; flips
+  // double them): a 256-wide MLP memorises them within a second of Adam, so
+  // the loss falls well under ln(10) = 2.30 only if the gradients are right.
+  auto opts = quick(1.5);
+  opts["dataset_samples"] = I{32};
+  opts["sample_bytes"] = I{128};
+  opts["input_dim"] = I{256};
+  opts["preprocess_passes"] = I{0};
+  opts["learning_rate"] = 3e-3;
+  auto w = make_cpu(opts);
+  const Outcome o = w->measure(config(32, 1), TrialContext{});
+  ASSERT_TRUE(o.ok()) << o.reason;
+  EXPECT_LT(*o.metric("loss"), 1.0);
+}
+
 TEST(CpuWorkload, HalfPrecisionIsAnErrorNamingTheReason) {
   auto w = make_cpu(quick(1.0));
   for (const char* p : {"fp16", "bf16", "tf32"}) {

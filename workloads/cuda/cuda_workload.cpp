@@ -179,8 +179,9 @@ class CudaWorkload final : public Workload {
     if (!precision)
       return Outcome::failure(Status::error, "precision must be fp32, tf32, fp16 or bf16, not '" + k.precision + "'");
     const bool adam = m_opts.get_string("optimizer") == "adam";
-    if (k.loader.batch_size > (1 << 24) || shape.width > (1 << 20))
-      return Outcome::failure(Status::error, "batch_size or width beyond the harness's int32 GEMM dimensions");
+    if (k.loader.batch_size > (1 << 21))
+      return Outcome::failure(Status::error, "batch_size beyond the harness's kernels' grid (2^21)");
+    k.loader.consumer_slots = 2;  // the batch computing and the one being copied
 
     // No device, no driver: a clear error, never a crash.
     int devices = 0;
@@ -230,7 +231,6 @@ class CudaWorkload final : public Workload {
     GpuMlp mlp(arena, blas.get(), compute.get(), shape, k.loader.batch_size, *precision, adam,
                static_cast<float>(m_opts.get_number("learning_rate")), k.loader.seed ^ 0x5851F42D4C957F2DULL);
     const double gemm_tflops = mlp.probe_gemm_tflops(k.loader.batch_size, 10);
-    k.loader.consumer_slots = 2;  // the batch computing and the one being copied
     Loader loader(k.loader, k.pin_memory ? pinned_allocator() : HostAllocator::heap());
     DeviceFeeder feeder(arena, loader, compute.get(), k.pin_memory);
 
@@ -274,6 +274,7 @@ class CudaWorkload final : public Workload {
     loader.stop();
     peak_used = std::max(peak_used, device_used_bytes());
 
+    if (loader.failed()) return Outcome::failure(Status::host_oom, "a loader worker failed to allocate its buffers");
     if (r.failed || r.windows == 0) return Outcome::failure(Status::error, "the measurement produced no timed window");
     Outcome o = Outcome::success(r.throughput);
     add_measure_metrics(r, o);

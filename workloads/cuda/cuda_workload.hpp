@@ -28,6 +28,9 @@ namespace autotune {
 WorkloadInfo cuda_workload_info();
 
 // Devices the CUDA runtime sees; 0 without a device or a driver. Never throws.
+// It initialises the CUDA driver in this process: a process that forks trial
+// children must not call it first (CUDA does not survive fork), so the tuner
+// should ask in a child, or look for /dev/nvidia0, instead.
 int cuda_device_count() noexcept;
 
 }  // namespace autotune

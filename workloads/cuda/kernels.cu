@@ -46,26 +46,37 @@ __global__ void bias_relu_kernel(const float* z, const float* bias, T* h, int ro
   }
 }
 
-// One thread per sample: classes are few enough that a loop is fine.
+__device__ __forceinline__ float warp_max(float v) {
+  for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+  return v;
+}
+__device__ __forceinline__ float warp_sum(float v) {
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  return v;
+}
+
+// One warp per sample; the lanes stride over the classes of its column
+// (contiguous in column-major), so reads coalesce.
 template <class T>
 __global__ void softmax_xent_kernel(const float* logits, const float* bias, const std::int32_t* labels, T* dlogits,
                                     float* loss_sum, int classes, int cols, float scale) {
-  const int c = blockIdx.x * blockDim.x + threadIdx.x;
-  if (c >= cols) return;
+  const int lane = threadIdx.x & 31;
+  const int c = (blockIdx.x * blockDim.x + threadIdx.x) >> 5;
+  if (c >= cols) return;  // whole warps leave together: blockDim is a multiple of 32
   const float* z = logits + static_cast<std::size_t>(c) * classes;
   T* d = dlogits + static_cast<std::size_t>(c) * classes;
   float mx = -INFINITY;
-  for (int r = 0; r < classes; ++r) mx = fmaxf(mx, z[r] + bias[r]);
+  for (int r = lane; r < classes; r += 32) mx = fmaxf(mx, z[r] + bias[r]);
+  mx = warp_max(mx);
   float sum = 0.0f;
-  for (int r = 0; r < classes; ++r) sum += __expf(z[r] + bias[r] - mx);
+  for (int r = lane; r < classes; r += 32) sum += __expf(z[r] + bias[r] - mx);
+  sum = warp_sum(sum);
   const int y = labels[c];
-  float loss = 0.0f;
-  for (int r = 0; r < classes; ++r) {
+  for (int r = lane; r < classes; r += 32) {
     const float p = __expf(z[r] + bias[r] - mx) / sum;
-    if (r == y) loss = -logf(fmaxf(p, 1e-30f));
+    if (r == y) atomicAdd(loss_sum, -logf(fmaxf(p, 1e-30f)));
     d[r] = from_float<T>((p - (r == y ? 1.0f : 0.0f)) * scale);
   }
-  atomicAdd(loss_sum, loss);
 }
 
 template <class T>
@@ -74,14 +85,19 @@ __global__ void relu_backward_kernel(const float* dh, const T* h, T* dz, std::si
     dz[i] = from_float<T>(to_float(h[i]) > 0.0f ? dh[i] : 0.0f);
 }
 
-// One thread per row; consecutive threads read consecutive rows (coalesced).
+constexpr int kBiasGradColumns = 64;
+
+// Thread (row, column chunk): sums kBiasGradColumns columns of its row, then
+// one atomic add. Consecutive threads read consecutive rows (coalesced).
 template <class T>
 __global__ void bias_grad_kernel(const T* g, float* gb, int rows, int cols) {
   const int r = blockIdx.x * blockDim.x + threadIdx.x;
   if (r >= rows) return;
+  const int c0 = blockIdx.y * kBiasGradColumns;
+  const int c1 = min(cols, c0 + kBiasGradColumns);
   float acc = 0.0f;
-  for (int c = 0; c < cols; ++c) acc += to_float(g[static_cast<std::size_t>(c) * rows + r]);
-  gb[r] += acc;
+  for (int c = c0; c < c1; ++c) acc += to_float(g[static_cast<std::size_t>(c) * rows + r]);
+  atomicAdd(&gb[r], acc);
 }
 
 __global__ void check_finite_kernel(const float* g, std::size_t n, int* flag) {
@@ -149,7 +165,8 @@ void launch_bias_relu(DType t, const float* z, const float* bias, void* h, int r
 void launch_softmax_xent(DType t, const float* logits, const float* bias, const std::int32_t* labels, void* dlogits,
                          float* loss_sum, int classes, int cols, float scale, cudaStream_t s) {
   if (cols == 0) return;
-  const unsigned blocks = static_cast<unsigned>((cols + kThreads - 1) / kThreads);
+  constexpr int kWarpsPerBlock = kThreads / 32;
+  const unsigned blocks = static_cast<unsigned>((cols + kWarpsPerBlock - 1) / kWarpsPerBlock);
   dispatch(t, [&](auto* tag) {
     using T = std::remove_pointer_t<decltype(tag)>;
     softmax_xent_kernel<T><<<blocks, kThreads, 0, s>>>(logits, bias, labels, static_cast<T*>(dlogits), loss_sum,
@@ -168,8 +185,9 @@ void launch_relu_backward(DType t, const float* dh, const void* h, void* dz, std
 }
 
 void launch_bias_grad(DType t, const void* g, float* gb, int rows, int cols, cudaStream_t s) {
-  if (rows == 0) return;
-  const unsigned blocks = static_cast<unsigned>((rows + kThreads - 1) / kThreads);
+  if (rows == 0 || cols == 0) return;
+  const dim3 blocks(static_cast<unsigned>((rows + kThreads - 1) / kThreads),
+                    static_cast<unsigned>((cols + kBiasGradColumns - 1) / kBiasGradColumns));
   dispatch(t, [&](auto* tag) {
     using T = std::remove_pointer_t<decltype(tag)>;
     bias_grad_kernel<T><<<blocks, kThreads, 0, s>>>(static_cast<const T*>(g), gb, rows, cols);
