@@ -6,6 +6,7 @@
 #include <cmath>
 #include <new>
 #include <random>
+#include <system_error>
 
 #include <fmt/format.h>
 
@@ -246,6 +247,8 @@ class CpuWorkload final : public Workload {
     } catch (const std::bad_alloc&) {
       return Outcome::failure(Status::host_oom, fmt::format("host allocation failed (estimated {})",
                                                             format_bytes(estimate)));
+    } catch (const std::system_error& e) {
+      return Outcome::failure(Status::error, std::string("could not start the loader's threads: ") + e.what());
     }
     if (loader_failed) return Outcome::failure(Status::host_oom, "a loader worker failed to allocate its buffers");
     if (r.failed || r.windows == 0)

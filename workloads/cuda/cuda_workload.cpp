@@ -5,6 +5,7 @@
 #include <cmath>
 #include <new>
 #include <optional>
+#include <system_error>
 
 #include <fmt/format.h>
 
@@ -159,6 +160,8 @@ class CudaWorkload final : public Workload {
       o = Outcome::failure(e.out_of_memory() ? Status::oom : Status::error, e.what());
     } catch (const std::bad_alloc&) {
       o = Outcome::failure(Status::host_oom, "host allocation failed (pinned or pageable batch buffers)");
+    } catch (const std::system_error& e) {
+      o = Outcome::failure(Status::error, std::string("could not start the loader's threads: ") + e.what());
     }
     o.seconds = seconds_since(t0);
     return o;
@@ -329,8 +332,12 @@ WorkloadInfo cuda_workload_info() {
        1024.0},
   };
   PipelineDefaults d;
-  d.sample_bytes = 16384;
-  d.preprocess_passes = 8;
+  // On paper (this machine: ~1.3 ns per byte-pass and core): ~50 us of
+  // preprocessing per sample, ~20k samples/s per worker, so 14 workers feed
+  // ~270k/s: fp32 (~100k/s at width 4096) compute-bound, bf16 loader-bound.
+  // Calibrate on the first GPU run (bench/gpu/README.md).
+  d.sample_bytes = 8192;
+  d.preprocess_passes = 2;
   d.dataset_samples = 4096;
   d.max_seconds = 10.0;
   for (auto& s : pipeline_option_specs(d)) info.options.push_back(std::move(s));
