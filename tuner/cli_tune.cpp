@@ -11,6 +11,7 @@
 #include "tuner/cli_common.hpp"
 #include "tuner/emitter.hpp"
 #include "tuner/interrupt.hpp"
+#include "tuner/slots.hpp"
 
 namespace autotune {
 namespace {
@@ -78,6 +79,23 @@ std::function<int()> add_tune_options(CLI::App& app) {
                                  return all ? std::to_string(all->size()) : std::string("many");
                                }(),
                                spec->space.cardinality());
+    if (spec->search.parallel > 1 || !spec->executor.gpus.empty()) {
+      std::vector<std::string> gpus = spec->executor.gpus;
+      if (gpus.size() == 1 && gpus[0] == "auto") gpus = detect_gpus();
+      try {
+        auto plan = std::make_shared<SlotPlan>(
+            plan_slots(spec->search.parallel, gpus, allowed_cpus(), spec->executor.pin_cpus));
+        if (!args->quiet) std::cerr << "autotune: " << plan->summary << "\n";
+        opt.prepare_slot = [plan](int slot, TrialContext& ctx) {
+          const Slot& s = plan->slots[static_cast<std::size_t>(slot)];
+          ctx.env.insert(s.env.begin(), s.env.end());
+          ctx.cpus = s.cpus;
+        };
+      } catch (const std::invalid_argument& e) {
+        std::cerr << "executor.gpus: " << e.what() << "\n";
+        return kExitBadInput;
+      }
+    }
     TuneResult result;
     try {
       result = run_tuning(*spec, make_measure(*spec, *workload), opt);

@@ -13,6 +13,7 @@
 #include "search/strategy.hpp"
 #include "tuner/interrupt.hpp"
 #include "tuner/journal.hpp"
+#include "tuner/slots.hpp"
 
 namespace autotune {
 namespace {
@@ -194,7 +195,7 @@ TuneResult run_tuning(const Spec& spec, const MeasureFn& measure, const TuneOpti
     tctx.limits = spec.limits;
     tctx.log_dir = spec.output.journal.parent_path() /
                    (spec.output.journal.stem().string() + ".trials") / ("trial-" + std::to_string(trial));
-    if (options.slot_env) tctx.env = options.slot_env(slot);
+    if (options.prepare_slot) options.prepare_slot(slot, tctx);
     ++in_flight;
     ++started;
     auto& worker = workers[static_cast<std::size_t>(slot)];
@@ -208,6 +209,10 @@ TuneResult run_tuning(const Spec& spec, const MeasureFn& measure, const TuneOpti
         o = Outcome::failure(Status::error, std::string("measurement threw: ") + e.what());
       }
       if (o.seconds <= 0) o.seconds = std::chrono::duration<double>(Clock::now() - ts).count();
+      // What the trial had, for judging measurements taken side by side.
+      if (parallel > 1) o.labels["slot"] = std::to_string(tctx.slot);
+      if (!tctx.cpus.empty()) o.labels["cpus"] = format_cpu_list(tctx.cpus);
+      if (auto g = tctx.env.find("CUDA_VISIBLE_DEVICES"); g != tctx.env.end()) o.labels["gpus"] = g->second;
       std::lock_guard<std::mutex> lock(mu);
       finished.push_back({tctx.trial, tctx.slot, c, std::move(o)});
       cv.notify_all();

@@ -36,8 +36,8 @@ struct TuneOptions {
   bool resume = false;
   std::ostream* progress = nullptr;  // nullptr: silent
   bool live = false;                 // rewrite one progress line (a terminal) instead of a line per trial
-  // Environment for the trials of a parallel slot (e.g. its GPU); none when empty.
-  std::function<std::map<std::string, std::string>(int slot)> slot_env;
+  // Gives a trial what its parallel slot owns (GPU environment, CPU set).
+  std::function<void(int slot, TrialContext& ctx)> prepare_slot;
 };
 
 // Measures one configuration; never throws for a failed trial.

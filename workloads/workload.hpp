@@ -38,6 +38,8 @@ struct TrialContext {
   // Extra environment for a trial's child process (e.g. CUDA_VISIBLE_DEVICES
   // of its slot); in-process workloads ignore it.
   std::map<std::string, std::string> env;
+  // CPUs a trial's child process is pinned to (empty: not pinned).
+  std::vector<int> cpus;
 };
 
 class Workload {
