@@ -210,6 +210,9 @@ class CpuWorkload final : public Workload {
     // Eigen parallelises its products with OpenMP only; without it this is 1.
     Eigen::setNbThreads(static_cast<int>(m_opts.get_int("threads")));
     reset_peak_host_bytes();
+    // What the process held before the trial (libraries, e.g. ~200 MiB of
+    // cuBLAS when built with CUDA): part of ram_bytes, reported apart.
+    const double ram_baseline = current_host_bytes();
 
     MeasureResult r;
     double last_loss = 0, wait_fraction = 0;
@@ -262,6 +265,7 @@ class CpuWorkload final : public Workload {
     o.metrics["compute_busy"] = r.busy_fraction;
     o.metrics["data_wait_fraction"] = wait_fraction;
     o.metrics["ram_bytes"] = ram;
+    o.metrics["ram_baseline_bytes"] = ram_baseline;
     o.metrics["ram_estimate_bytes"] = estimate;
     o.metrics["loss"] = last_loss;
     if (ram_limit > 0 && ram > ram_limit) {

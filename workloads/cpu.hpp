@@ -9,7 +9,8 @@
 // pin_memory (accepted, no effect: there is no device to copy to).
 //
 // Metrics: throughput_rsd, stopped_by_rsd, compute_busy (compute time / wall
-// time), data_wait_fraction, ram_bytes (peak resident set), ram_estimate_bytes,
+// time), data_wait_fraction, ram_bytes (peak resident set of the process),
+// ram_baseline_bytes (resident set when the trial began), ram_estimate_bytes,
 // loss, and the measurement counters of add_measure_metrics.
 #include "workloads/workload.hpp"
 

@@ -139,6 +139,8 @@ double peak_host_bytes() {
   return kib * 1024.0;
 }
 
+double current_host_bytes() { return status_kib("VmRSS") * 1024.0; }
+
 bool reset_peak_host_bytes() {
   // "5" resets the peak RSS (Documentation/filesystems/proc.rst, clear_refs).
   std::ofstream f("/proc/self/clear_refs");

@@ -73,6 +73,8 @@ double relative_spread(const double* values, std::size_t n);
 // Peak resident set of this process in bytes (VmHWM, else VmRSS, from
 // /proc/self/status); 0 where unavailable.
 double peak_host_bytes();
+// Current resident set (VmRSS) in bytes; 0 where unavailable.
+double current_host_bytes();
 // Resets the kernel's peak (VmHWM) to the current RSS, so that a trial run in
 // a long-lived process reports its own peak. Best effort: false if refused.
 bool reset_peak_host_bytes();

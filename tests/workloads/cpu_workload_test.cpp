@@ -87,7 +87,7 @@ TEST(CpuWorkload, WorkersBeatInlineLoadingWhenPreprocessingIsHeavy) {
   // the gain follows the cores actually free. The machine is shared, so we
   // first measure them: with >= 1.6x parallel speedup we ask for >= 1.2x
   // (expected ~1.5-2x); on a machine too busy for that, only that workers do
-  // not lose more than 20%. Best of two interleaved rounds each, to ride out
+  // not collapse (>= 0.5x: a deadlock or a serialised queue would). Best of two interleaved rounds each, to ride out
   // another job's burst.
   auto opts = quick(1.5);
   opts["preprocess_passes"] = I{24};
@@ -112,7 +112,7 @@ TEST(CpuWorkload, WorkersBeatInlineLoadingWhenPreprocessingIsHeavy) {
   if (speedup >= 1.6)
     EXPECT_GT(workers_best, 1.2 * inline_best);
   else
-    EXPECT_GT(workers_best, 0.8 * inline_best) << "(machine busy: parallel speedup " << speedup << ")";
+    EXPECT_GT(workers_best, 0.5 * inline_best) << "(machine busy: parallel speedup " << speedup << ")";
 }
 
 TEST(CpuWorkload, TrainingLearnsASmallDataset) {

@@ -207,6 +207,9 @@ class CudaWorkload final : public Workload {
     AUTOTUNE_CUDA_CALL(cudaSetDevice(device));
     AUTOTUNE_CUDA_CALL(cudaFree(nullptr));  // creates the context now, so that it is measured here
     reset_peak_host_bytes();
+    // What the process held before the trial (libraries, e.g. ~200 MiB of
+    // cuBLAS when built with CUDA): part of ram_bytes, reported apart.
+    const double ram_baseline = current_host_bytes();
     CublasHandle blas;
     Stream compute;
     double total = 0;
@@ -290,6 +293,7 @@ class CudaWorkload final : public Workload {
     o.metrics["gemm_tflops"] = gemm_tflops;
     o.metrics["model_tflops"] = shape.flops_per_sample() * r.throughput / 1e12;
     o.metrics["ram_bytes"] = ram;
+    o.metrics["ram_baseline_bytes"] = ram_baseline;
     o.metrics["loss"] = mlp.last_loss();
     if (*precision == Precision::fp16) {
       o.metrics["skipped_steps"] = static_cast<double>(mlp.skipped_steps());

@@ -20,7 +20,7 @@
 // cudaMemGetInfo), vram_own_bytes, vram_context_bytes, gemm_tflops (the
 // largest layer's GEMM alone at this batch and precision), model_tflops
 // (training FLOPs per second achieved through the whole pipeline),
-// skipped_steps and loss_scale (fp16), ram_bytes, loss.
+// skipped_steps and loss_scale (fp16), ram_bytes, ram_baseline_bytes, loss.
 #include "workloads/workload.hpp"
 
 namespace autotune {
