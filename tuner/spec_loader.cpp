@@ -304,7 +304,8 @@ Entries Loader::read_map(const YAML::Node& map, const std::string& path, const s
            did_you_mean(name, *allowed));
       continue;
     }
-    out.push_back({name, key_loc, value, loc_of(value, key_loc)});
+    // An empty value's mark points past it (often at the next line): use the key's.
+    out.push_back({name, key_loc, value, value.IsNull() ? key_loc : loc_of(value, key_loc)});
   }
   return out;
 }
@@ -635,6 +636,11 @@ std::optional<std::vector<Value>> Loader::read_values(const YAML::Node& list, Lo
       } else if (auto b = parse_bool(s)) {
         k = Kind::boolean;
         val = Value{*b};
+      } else if (is_yaml11_bool(s)) {
+        fail(l, p, "an integer, true/false or a name", quote(s),
+             "only true and false are booleans; quote it to use it as a name");
+        ok = false;
+        continue;
       } else if (parse_double(s)) {
         fail(l, p, "an integer, true/false or a name", quote(s),
              "fractional numbers are not parameter values; quote it to use it as a name");

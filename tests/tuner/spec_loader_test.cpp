@@ -103,6 +103,11 @@ const Broken kBroken[] = {
      "space.batch_size.values", "an empty list"},
     {"NestedListValue", "workload: {kind: synthetic}\nspace:\n  batch_size: [16, [32]]\n", 3, 20,
      "space.batch_size[1]", "a list"},
+    {"YesNoAreNotBooleans", "workload: {kind: synthetic}\nspace:\n  pin_memory: [yes, no]\n", 3, 16,
+     "space.pin_memory[0]", "only true and false are booleans"},
+    {"EmptyParameter", "workload: {kind: synthetic}\nspace:\n  batch_size:\n  nw: [1]\n", 3, 3, "space.batch_size",
+     "found nothing"},
+    {"EmptyWorkload", "workload:\nspace:\n  batch_size: [16]\n", 1, 1, "workload", "found nothing"},
     {"EmptyRange", "workload: {kind: synthetic}\nspace:\n  num_workers: {range: [8, 0]}\n", 3, 24,
      "space.num_workers.range", "lo <= hi"},
     {"RangeOfThree", "workload: {kind: synthetic}\nspace:\n  num_workers: {range: [0, 4, 8]}\n", 3, 24,
@@ -325,6 +330,14 @@ TEST(SpecLoader, ParsesEveryDomainFormInFileOrder) {
   EXPECT_EQ(std::get<std::string>(ps[10].values[0]), "16");     // quoted numbers are names
   EXPECT_EQ(ps[10].scale, Scale::categorical);
   EXPECT_EQ(ps[11].scale, Scale::linear);
+}
+
+TEST(SpecLoader, QuotedValuesAreNames) {
+  Spec s = load_ok("workload: {kind: synthetic}\nspace:\n  answer: [\"yes\", \"no\"]\n  ratio: [\"0.5\", \"1.5\"]\n");
+  ASSERT_EQ(s.space.dims(), 2u);
+  EXPECT_EQ(s.space.param(0).values, (std::vector<Value>{Value{std::string("yes")}, Value{std::string("no")}}));
+  EXPECT_EQ(s.space.param(0).scale, Scale::categorical);
+  EXPECT_EQ(std::get<std::string>(s.space.param(1).values[1]), "1.5");
 }
 
 TEST(SpecLoader, FillsDefaults) {
