@@ -108,6 +108,18 @@ std::string list_values(const std::vector<Value>& values) {
   return join(s);
 }
 
+std::vector<std::string> names_of(const std::vector<Parameter>& params) {
+  std::vector<std::string> out;
+  for (const auto& p : params) out.push_back(p.name);
+  return out;
+}
+
+std::vector<std::string> texts_of(const std::vector<Value>& values) {
+  std::vector<std::string> out;
+  for (const auto& v : values) out.push_back(to_string(v));
+  return out;
+}
+
 std::string child(const std::string& path, std::string_view key) {
   return path.empty() ? std::string(key) : path + "." + std::string(key);
 }
@@ -264,8 +276,7 @@ class Loader {
   void read_executor(const Entry& e);
   void read_output(const Entry* e);
   void read_workload(const Entry& e);
-  std::optional<OptionValue> read_option(const OptionSpec& s, const Entry& e, const std::string& path,
-                                         const std::string& kind);
+  std::optional<OptionValue> read_option(const OptionSpec& s, const Entry& e, const std::string& path);
 
   std::string m_file;
   fs::path m_base;
@@ -726,11 +737,7 @@ void Loader::build_space() {
   bool ok = m_rules_ok;
   for (std::size_t i = 0; i < m_rules.size(); ++i)
     if (auto msg = RuleSet::check(m_rules[i], m_params)) {
-      fail(m_rule_locs[i], item(m_rules_path, i), "a rule over the parameters (" + [&] {
-             std::vector<std::string> names;
-             for (const auto& p : m_params) names.push_back(p.name);
-             return join(names);
-           }() + ")",
+      fail(m_rule_locs[i], item(m_rules_path, i), "a rule over the parameters (" + join(names_of(m_params)) + ")",
            quote(m_rules[i]) + ": " + *msg);
       ok = false;
     }
@@ -825,8 +832,7 @@ void Loader::read_initial(const Entry& e, const std::string& path) {
     fail(e.loc, path, "a list of configurations ({name: value, ...})", describe(e.value));
     return;
   }
-  std::vector<std::string> names;
-  for (const auto& p : m_params) names.push_back(p.name);
+  const std::vector<std::string> names = names_of(m_params);
   for (std::size_t i = 0; i < e.value.size(); ++i) {
     const YAML::Node n = e.value[i];
     const Loc at = loc_of(n, e.loc);
@@ -861,12 +867,7 @@ void Loader::read_initial(const Entry& e, const std::string& path) {
       }
       if (std::find(p.values.begin(), p.values.end(), *v) == p.values.end()) {
         fail(k->loc, kpath, allowed, quote(to_string(*v)) + ", not in the domain of " + p.name,
-             is_string(*v) ? did_you_mean(std::get<std::string>(*v), [&] {
-               std::vector<std::string> s;
-               for (const auto& x : p.values) s.push_back(to_string(x));
-               return s;
-             }())
-                           : "");
+             is_string(*v) ? did_you_mean(std::get<std::string>(*v), texts_of(p.values)) : "");
         ok = false;
         continue;
       }
@@ -961,8 +962,7 @@ void Loader::read_output(const Entry* e) {
 
 // ---------------------------------------------------------------- workload
 
-std::optional<OptionValue> Loader::read_option(const OptionSpec& s, const Entry& e, const std::string& path,
-                                               const std::string& kind) {
+std::optional<OptionValue> Loader::read_option(const OptionSpec& s, const Entry& e, const std::string& path) {
   const auto& n = e.value;
   switch (s.type) {
     case OptionType::boolean:
@@ -1018,7 +1018,6 @@ std::optional<OptionValue> Loader::read_option(const OptionSpec& s, const Entry&
       return OptionValue{out};
     }
   }
-  (void)kind;
   return std::nullopt;
 }
 
@@ -1096,7 +1095,7 @@ void Loader::read_workload(const Entry& e) {
       ok = false;
       continue;
     }
-    if (auto v = read_option(*spec, k, path, w.kind)) w.options.set(k.key, std::move(*v));
+    if (auto v = read_option(*spec, k, path)) w.options.set(k.key, std::move(*v));
     else ok = false;
   }
   if (!info) return;
@@ -1115,7 +1114,7 @@ void Loader::read_workload(const Entry& e) {
   // Let the workload look at its options now (a replay table that does not
   // parse, a profile it does not know) so that the error comes with the rest.
   WorkloadEnv env;
-  for (const auto& p : m_params) env.parameter_names.push_back(p.name);
+  env.parameter_names = names_of(m_params);
   env.spec_dir = m_base;
   try {
     (void)info->make(w.options, env);
