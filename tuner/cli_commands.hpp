@@ -12,5 +12,6 @@ std::function<int()> add_tune_options(CLI::App& app);       // the main job: `au
 std::function<int()> add_validate_command(CLI::App& app);
 std::function<int()> add_sweep_command(CLI::App& app);
 std::function<int()> add_trial_command(CLI::App& app);
+std::function<int()> add_compare_command(CLI::App& app);
 
 }  // namespace autotune

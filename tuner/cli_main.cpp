@@ -20,6 +20,8 @@ int cli_main(int argc, char** argv) {
   auto run_validate = add_validate_command(*validate);
   auto* sweep = app.add_subcommand("sweep", "measure every valid configuration and write a replay table (CSV)");
   auto run_sweep = add_sweep_command(*sweep);
+  auto* compare = app.add_subcommand("compare", "run strategies x seeds on one workload; CSV, summary table, plots");
+  auto run_compare_cmd = add_compare_command(*compare);
   auto* trial = app.add_subcommand("trial", "measure one configuration in this process; prints its outcome as JSON");
   auto run_trial = add_trial_command(*trial);
   try {
@@ -31,6 +33,7 @@ int cli_main(int argc, char** argv) {
   if (validate->parsed()) return run_validate();
   if (sweep->parsed()) return run_sweep();
   if (trial->parsed()) return run_trial();
+  if (compare->parsed()) return run_compare_cmd();
   return tune();
 }
 
