@@ -115,6 +115,7 @@ std::string render_tuned_yaml(const Spec& spec, const TuneResult& r) {
   for (const auto& t : r.trials) ++counts[t.outcome.status];
 
   YAML::Emitter e;
+  e.SetDoublePrecision(7);
   e << YAML::Comment("autotune: the fastest feasible configuration measured");
   e << YAML::BeginMap;
   std::optional<Assignment> best;

@@ -46,8 +46,8 @@ class Progress {
                             format_duration(elapsed), eta)
              << std::flush;
     } else {
-      *m_out << fmt::format("trial {}{}  {}  [{}]  best {}  elapsed {}{}\n", done, budget, what,
-                            t.replayed ? "journal" : "", best_s, format_duration(elapsed), eta);
+      *m_out << fmt::format("trial {}{}  {}{}  best {}  elapsed {}{}\n", done, budget, what,
+                            t.replayed ? "  (from the journal)" : "", best_s, format_duration(elapsed), eta);
     }
     m_dirty = m_live;
   }

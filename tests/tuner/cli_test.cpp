@@ -51,7 +51,8 @@ class Cli : public ::testing::Test {
     std::ofstream(p) << text;
     return p;
   }
-  std::string synthetic_spec(const std::string& extra_search = "", const std::string& workload_extra = "") {
+  // `budget` is spliced in rather than appended: a duplicate key is a spec error.
+  std::string synthetic_spec(const std::string& budget = "12", const std::string& workload_extra = "") {
     return "workload: {kind: synthetic, profile: balanced, noise: 0.02" + workload_extra +
            "}\n"
            "space:\n"
@@ -61,8 +62,7 @@ class Cli : public ::testing::Test {
            "  precision: {values: [fp32, bf16]}\n"
            "constraints:\n"
            "  rules: [\"batch_size <= 256\"]\n"
-           "search: {strategy: random, budget: 12, seed: 5" +
-           extra_search +
+           "search: {strategy: random, budget: " + budget + ", seed: 5"
            ", initial: [{batch_size: 32, num_workers: 0, pin_memory: false, precision: fp32}]}\n"
            "output: {tuned: " +
            (m_dir / "tuned.yaml").string() + "}\n";
@@ -145,7 +145,7 @@ TEST_F(Cli, OverridesAndResumeContinueWithoutRerunning) {
 }
 
 TEST_F(Cli, CtrlCWritesTheBestSoFarAndExits130) {
-  auto spec = write("space.yaml", synthetic_spec(", budget: 400", ", trial_seconds: 0.1"));
+  auto spec = write("space.yaml", synthetic_spec("400", ", trial_seconds: 0.1"));
   const std::string cmd = std::string(AUTOTUNE_BINARY) + " --config " + spec.string() + " --quiet";
   pid_t pid = ::fork();
   if (pid == 0) {
