@@ -5,6 +5,7 @@
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -122,8 +123,13 @@ double group_ram_bytes(pid_t pgid) {
 }
 
 // In the child, before exec or body: async-signal-safe calls only.
-void child_setup(int out_fd, int err_fd, const std::vector<int>& cpus) {
+void child_setup(int out_fd, int err_fd, const std::vector<int>& cpus, pid_t parent) {
   ::setpgid(0, 0);
+  // If the tuner dies (SIGKILL, a crash), the trial must not run on holding a
+  // GPU: the kernel kills it with its parent thread. Survives exec, so with a
+  // shell that execs its last command (dash, bash -c) the script gets it too.
+  ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (::getppid() != parent) ::_exit(126);  // the tuner died before prctl
   // Default dispositions and an empty mask: the tuner's handlers and the
   // forking thread's mask must not leak into the trial.
   sigset_t none;
@@ -322,13 +328,14 @@ ExternalRun run_forked(const std::function<int(int result_fd)>& body, const Chil
     return failed;
   }
   std::fflush(nullptr);  // buffered output must not be written twice
+  const pid_t parent = ::getpid();
   pid_t pid = ::fork();
   if (pid < 0) {
     failed.spawn_error = fmt::format("fork: {}", std::strerror(errno));
     return failed;
   }
   if (pid == 0) {
-    child_setup(out_w.fd, err_w.fd, opt.cpus);
+    child_setup(out_w.fd, err_w.fd, opt.cpus, parent);
     int code = 127;
     try {
       code = body(res_w.fd);
@@ -388,13 +395,14 @@ ExternalRun run_external(const ExternalCommand& cmd, const std::map<std::string,
     failed.spawn_error = fmt::format("pipe: {}", std::strerror(errno));
     return failed;
   }
+  const pid_t parent = ::getpid();
   pid_t pid = ::fork();
   if (pid < 0) {
     failed.spawn_error = fmt::format("fork: {}", std::strerror(errno));
     return failed;
   }
   if (pid == 0) {
-    child_setup(out_w.fd, err_w.fd, opt.cpus);
+    child_setup(out_w.fd, err_w.fd, opt.cpus, parent);
     if (!cwd.empty() && ::chdir(cwd.c_str()) != 0) child_fail("chdir", cwd.c_str());
     // Descriptors the tuner (or another slot's thread) opened without
     // O_CLOEXEC must not reach the trial: a leaked pipe end would keep

@@ -12,8 +12,11 @@
 //   ExternalRun::spawn_error.
 // - Safe to call from several threads at once (parallel slots): pipes are
 //   close-on-exec and an exec'd child closes every other descriptor.
+// - If the tuner itself dies, the child gets SIGKILL (PR_SET_PDEATHSIG; kept
+//   across exec, so a script that the shell exec's gets it too).
 // Not covered: a descendant that leaves the group (setsid, setpgid) escapes
-// the final kill; that needs cgroups, which we do not assume.
+// the final kill, and grandchildren outlive a tuner that was SIGKILLed; both
+// need cgroups, which we do not assume.
 #include <cstddef>
 #include <functional>
 

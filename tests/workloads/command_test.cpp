@@ -6,6 +6,9 @@
 
 #include <gtest/gtest.h>
 
+#include <signal.h>
+#include <sys/wait.h>
+
 #include <chrono>
 
 #include "tests/support/proc_util.hpp"
@@ -233,6 +236,25 @@ TEST(CommandWorkload, SpawnFailureIsError) {
   Outcome o = w->measure(cfg(), ctx_with(5));
   EXPECT_EQ(o.status, Status::error);
   EXPECT_NE(o.reason.find("/no/such/shell"), std::string::npos) << o.reason;
+}
+
+TEST(CommandWorkload, TrialDiesWithAKilledTuner) {
+  ScratchDir dir;
+  auto pidfile = dir.path() / "pid";
+  auto w = make_command("echo $$ > " + pidfile.string() + "; exec sleep 1000");
+  const pid_t tuner = ::fork();  // stands in for a tuner that gets SIGKILLed mid-trial
+  ASSERT_GE(tuner, 0);
+  if (tuner == 0) {
+    w->measure(cfg(), ctx_with(30));
+    ::_exit(0);
+  }
+  long trial = -1;
+  for (int i = 0; i < 300 && trial <= 0; ++i, ::usleep(10000)) trial = testing::read_pid(pidfile);
+  ASSERT_GT(trial, 0);
+  ::kill(tuner, SIGKILL);
+  ::waitpid(tuner, nullptr, 0);
+  EXPECT_TRUE(testing::gone_within(trial, 2.0)) << "an orphaned trial keeps running";
+  if (testing::process_alive(trial)) ::kill(static_cast<pid_t>(trial), SIGKILL);
 }
 
 TEST(OomMessages, DeviceAndHostPatterns) {
