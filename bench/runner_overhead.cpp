@@ -52,7 +52,7 @@ void report(const char* name, TrialExecutor& exec, int n) {
   }
   std::sort(ms.begin(), ms.end());
   const double mean = std::accumulate(ms.begin(), ms.end(), 0.0) / ms.size();
-  std::printf("%-28s N=%d  mean %7.3f ms  median %7.3f ms  p90 %7.3f ms  min %7.3f ms  not ok %d\n", name, n, mean,
+  std::printf("%-28s N=%d  mean %8.4f ms  median %8.4f ms  p90 %8.4f ms  min %8.4f ms  not ok %d\n", name, n, mean,
               ms[ms.size() / 2], ms[ms.size() * 9 / 10], ms.front(), failed);
 }
 
