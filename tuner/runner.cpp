@@ -68,35 +68,36 @@ Outcome outcome_of_forked(const ExternalRun& run) {
   }
 }
 
+Outcome median_of(std::vector<Outcome> runs) {
+  std::vector<double> tp;
+  for (const auto& o : runs) tp.push_back(o.throughput);
+  const double mean = std::accumulate(tp.begin(), tp.end(), 0.0) / static_cast<double>(tp.size());
+  double ss = 0;
+  for (double x : tp) ss += (x - mean) * (x - mean);
+  const double sd = std::sqrt(ss / static_cast<double>(tp.size() - 1));
+  double peak_ram = 0, peak_vram = 0;
+  for (const auto& o : runs) {
+    peak_ram = std::max(peak_ram, o.metric("ram_bytes").value_or(0));
+    peak_vram = std::max(peak_vram, o.metric("vram_bytes").value_or(0));
+  }
+  std::sort(runs.begin(), runs.end(), [](const Outcome& a, const Outcome& b) { return a.throughput < b.throughput; });
+  const std::size_t n = runs.size();
+  Outcome m = runs[(n - 1) / 2];  // the lower middle run for an even count: a run that happened
+  m.throughput = n % 2 ? m.throughput : 0.5 * (runs[n / 2 - 1].throughput + runs[n / 2].throughput);
+  m.metrics["throughput_rsd"] = mean > 0 ? sd / mean : 0.0;
+  m.metrics["repeats"] = static_cast<double>(n);
+  if (peak_ram > 0) m.metrics["ram_bytes"] = peak_ram;
+  if (peak_vram > 0) m.metrics["vram_bytes"] = peak_vram;
+  return m;
+}
+
 class Executor : public TrialExecutor {
  public:
   Executor(Workload& w, int repeats, bool isolate, double grace)
       : m_w(w), m_repeats(std::max(1, repeats)), m_isolate(isolate), m_grace(grace) {}
 
   Outcome run(const Assignment& config, const TrialContext& ctx) override {
-    const auto t0 = std::chrono::steady_clock::now();
-    std::vector<Outcome> runs;
-    Outcome result;
-    for (int r = 0; r < m_repeats; ++r) {
-      TrialContext rc = ctx;
-      if (m_repeats > 1) {
-        // Distinct noise per repeat (a repeat with the same seed would
-        // measure nothing new on the noisy workloads).
-        rc.seed = ctx.seed + static_cast<std::uint64_t>(r) * 0x9E3779B97F4A7C15ull;
-        if (!ctx.log_dir.empty()) rc.log_dir = ctx.log_dir / fmt::format("repeat-{}", r + 1);
-      }
-      Outcome o = once(config, rc);
-      if (!o.ok()) {
-        if (m_repeats > 1) o.reason = fmt::format("repeat {} of {}: {}", r + 1, m_repeats, o.reason);
-        result = std::move(o);
-        runs.clear();
-        break;
-      }
-      runs.push_back(std::move(o));
-    }
-    if (!runs.empty()) result = runs.size() == 1 ? std::move(runs[0]) : median(std::move(runs));
-    result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    return apply_limits(std::move(result), ctx.limits);
+    return measure_repeated(m_repeats, ctx, [&](const TrialContext& rc) { return once(config, rc); });
   }
 
  private:
@@ -129,29 +130,6 @@ class Executor : public TrialExecutor {
     return with_run_facts(outcome_of_forked(run), run);
   }
 
-  static Outcome median(std::vector<Outcome> runs) {
-    std::vector<double> tp;
-    for (const auto& o : runs) tp.push_back(o.throughput);
-    const double mean = std::accumulate(tp.begin(), tp.end(), 0.0) / static_cast<double>(tp.size());
-    double ss = 0;
-    for (double x : tp) ss += (x - mean) * (x - mean);
-    const double sd = std::sqrt(ss / static_cast<double>(tp.size() - 1));
-    double peak_ram = 0, peak_vram = 0;
-    for (const auto& o : runs) {
-      peak_ram = std::max(peak_ram, o.metric("ram_bytes").value_or(0));
-      peak_vram = std::max(peak_vram, o.metric("vram_bytes").value_or(0));
-    }
-    std::sort(runs.begin(), runs.end(), [](const Outcome& a, const Outcome& b) { return a.throughput < b.throughput; });
-    const std::size_t n = runs.size();
-    Outcome m = runs[(n - 1) / 2];  // the lower middle run for an even count: a run that happened
-    m.throughput = n % 2 ? m.throughput : 0.5 * (runs[n / 2 - 1].throughput + runs[n / 2].throughput);
-    m.metrics["throughput_rsd"] = mean > 0 ? sd / mean : 0.0;
-    m.metrics["repeats"] = static_cast<double>(n);
-    if (peak_ram > 0) m.metrics["ram_bytes"] = peak_ram;
-    if (peak_vram > 0) m.metrics["vram_bytes"] = peak_vram;
-    return m;
-  }
-
   Workload& m_w;
   int m_repeats;
   bool m_isolate;
@@ -159,6 +137,34 @@ class Executor : public TrialExecutor {
 };
 
 }  // namespace
+
+Outcome measure_repeated(int repeats, const TrialContext& ctx,
+                         const std::function<Outcome(const TrialContext&)>& once) {
+  repeats = std::max(1, repeats);
+  const auto t0 = std::chrono::steady_clock::now();
+  std::vector<Outcome> runs;
+  Outcome result;
+  for (int r = 0; r < repeats; ++r) {
+    TrialContext rc = ctx;
+    if (repeats > 1) {
+      // Distinct noise per repeat (a repeat with the same seed would
+      // measure nothing new on the noisy workloads).
+      rc.seed = ctx.seed + static_cast<std::uint64_t>(r) * 0x9E3779B97F4A7C15ull;
+      if (!ctx.log_dir.empty()) rc.log_dir = ctx.log_dir / fmt::format("repeat-{}", r + 1);
+    }
+    Outcome o = once(rc);
+    if (!o.ok()) {
+      if (repeats > 1) o.reason = fmt::format("repeat {} of {}: {}", r + 1, repeats, o.reason);
+      result = std::move(o);
+      runs.clear();
+      break;
+    }
+    runs.push_back(std::move(o));
+  }
+  if (!runs.empty()) result = runs.size() == 1 ? std::move(runs[0]) : median_of(std::move(runs));
+  result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return apply_limits(std::move(result), ctx.limits);
+}
 
 std::unique_ptr<TrialExecutor> make_inline_executor(Workload& w, int repeats) {
   return std::make_unique<Executor>(w, repeats, false, 5.0);

@@ -21,6 +21,7 @@
 // - Thread-safe: parallel slots may call run() on one executor at once.
 // - While the tuner is interrupted (Ctrl-C), a running trial is stopped like a
 //   timeout (reason says so), which the tuning loop re-runs on --resume.
+#include <functional>
 #include <memory>
 
 #include "workloads/workload.hpp"
@@ -37,6 +38,11 @@ class TrialExecutor {
 // replay). A workload with an external_command() (command) still runs it as
 // its own process group from measure().
 std::unique_ptr<TrialExecutor> make_inline_executor(Workload& w, int repeats);
+
+// The repeats policy every executor shares (above): `once` measures one
+// repeat with the context it is given (seed and log folder varied per repeat).
+Outcome measure_repeated(int repeats, const TrialContext& ctx,
+                         const std::function<Outcome(const TrialContext&)>& once);
 
 // Every trial in its own child process group: an external_command() is
 // exec'd (`shell -c ...`); any other workload is measured by a forked child
