@@ -50,6 +50,7 @@ int main(int argc, char** argv) {
   std::vector<int> budgets = {15, 30, 60};
   std::vector<std::string> only;
   bool memory_metrics = true;
+  bool trace = false;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     const bool more = i + 1 < argc;
@@ -60,6 +61,7 @@ int main(int argc, char** argv) {
       for (const auto& b : split(argv[++i])) budgets.push_back(std::stoi(b));
     } else if (a == "--landscapes" && more) only = split(argv[++i]);
     else if (a == "--no-memory-metrics") memory_metrics = false;
+    else if (a == "--trace") trace = true;
     else {
       std::fprintf(stderr, "unknown argument %s\n", a.c_str());
       return 2;
@@ -102,11 +104,19 @@ int main(int argc, char** argv) {
             Outcome o = land.measure(space, *c, noise);
             if (!memory_metrics) o.metrics.clear();
             if (!o.ok()) ++failed;
+            if (trace) {
+              const auto tt = land.true_throughput(space, *c);
+              std::printf("  seed %d trial %2d %-8s %.3f  %s\n", seed, t, std::string(to_string(o.status)).c_str(),
+                          tt ? *tt / optimum : 0.0, space.to_assignment(*c).describe().c_str());
+            }
             strategy->tell(*c, o);
           }
           const auto rec = strategy->recommend();
           const auto t = rec ? land.true_throughput(space, *rec) : std::nullopt;
           fraction.push_back(t ? *t / optimum : 0.0);
+          if (trace)
+            std::printf("  seed %d recommends %.3f %s\n", seed, t ? *t / optimum : 0.0,
+                        rec ? space.to_assignment(*rec).describe().c_str() : "-");
         }
         std::printf("%-14s %-10s %6d %8.3f %8.3f %8.3f %8.1f %10.2f\n", land.name.c_str(), name.c_str(), budget,
                     quantile(fraction, 0.5), quantile(fraction, 0.1),

@@ -16,6 +16,12 @@ double precision_rank(const Value& v) {
   return std::nan("");
 }
 
+// Where a memory failure is put: somewhere over the limit (we only know it was
+// over). Too close to the limit leaves P(fits) near 1/2 around known failures.
+constexpr double kCensoredMargin = 0.3;
+// Ridge on the linear trend of log(bytes); very large = no trend.
+constexpr double kTrendRidge = 1e9;
+
 double normal_cdf(double z) { return 0.5 * std::erfc(-z / 1.4142135623730951); }
 
 }  // namespace
@@ -35,10 +41,12 @@ FeasibilityModel::FeasibilityModel(const SearchSpace& space, double vram_limit, 
     }
     for (double r : rank) memory = memory && std::isfinite(r);
     m_is_memory.push_back(memory);
+    // Accumulation repeats the same micro-batch: it does not grow memory.
+    m_is_neutral.push_back(p.name == "grad_accum");
     m_rank.push_back(memory ? rank : std::vector<double>{});
   }
-  if (vram_limit > 0) m_memory.push_back({"vram_bytes", std::log(vram_limit), std::nullopt});
-  if (ram_limit > 0) m_memory.push_back({"ram_bytes", std::log(ram_limit), std::nullopt});
+  if (vram_limit > 0) m_memory.push_back({"vram_bytes", std::log(vram_limit), {}, std::nullopt});
+  if (ram_limit > 0) m_memory.push_back({"ram_bytes", std::log(ram_limit), {}, std::nullopt});
 }
 
 bool FeasibilityModel::uses_at_least(const Config& c, const Config& f) const {
@@ -46,7 +54,7 @@ bool FeasibilityModel::uses_at_least(const Config& c, const Config& f) const {
     if (m_is_memory[d]) {
       if (m_rank[d][static_cast<std::size_t>(c[d])] < m_rank[d][static_cast<std::size_t>(f[d])])
         return false;
-    } else if (c[d] != f[d]) {
+    } else if (!m_is_neutral[d] && c[d] != f[d]) {
       return false;
     }
   }
@@ -142,10 +150,25 @@ void FeasibilityModel::fit_memory(MemoryModel& m, const std::vector<Observation>
       if (o.outcome.status == s) {
         // Censored: we only know it was over; put it a little over the limit.
         xs.push_back(m_space.encode(o.config));
-        ys.push_back(m.log_limit + 0.1);
+        ys.push_back(m.log_limit + kCensoredMargin);
       }
   }
   if (measured < 3) return;
+  const auto n = static_cast<Eigen::Index>(xs.size());
+  const auto d = static_cast<Eigen::Index>(m_space.encoded_dims()) + 1;
+  Eigen::MatrixXd a(n, d);
+  for (Eigen::Index i = 0; i < n; ++i) {
+    a(i, 0) = 1.0;
+    a.row(i).tail(d - 1) = xs[static_cast<std::size_t>(i)].transpose();
+  }
+  Eigen::VectorXd target = Eigen::Map<const Eigen::VectorXd>(ys.data(), n);
+  Eigen::MatrixXd h = a.transpose() * a;
+  h.diagonal().tail(d - 1).array() += kTrendRidge;
+  h(0, 0) += 1e-9;
+  m.trend = h.ldlt().solve(a.transpose() * target);
+  if (!m.trend.allFinite()) m.trend = Eigen::VectorXd::Zero(d);
+  const Eigen::VectorXd residual = target - a * m.trend;
+  for (Eigen::Index i = 0; i < n; ++i) ys[static_cast<std::size_t>(i)] = residual[i];
   std::vector<int> groups(m_space.encoded_owner().begin(), m_space.encoded_owner().end());
   gp::GaussianProcess g(groups);
   Eigen::MatrixXd x(static_cast<Eigen::Index>(xs.size()), static_cast<Eigen::Index>(m_space.encoded_dims()));
@@ -171,6 +194,7 @@ Eigen::VectorXd FeasibilityModel::probability(const std::vector<const Config*>& 
     have_memory_model = true;
     Eigen::VectorXd mean, var;
     m.gp->predict(x, mean, var);
+    mean += ((x * m.trend.tail(m.trend.size() - 1)).array() + m.trend[0]).matrix();
     const double noise = m.gp->noise_variance();
     for (Eigen::Index i = 0; i < n; ++i)
       p[i] *= normal_cdf((m.log_limit - mean[i]) / std::sqrt(var[i] + noise));

@@ -7,11 +7,14 @@
 //     invalid) is infeasible; one that uses at most as much as one that ran
 //     is feasible. "At least as much" = every memory-growing parameter
 //     (batch_size, num_workers, prefetch_factor, pin_memory, precision with
-//     fp32 >= tf32 >= fp16 = bf16) at least as large, every other parameter
-//     equal.
+//     fp32 >= tf32 >= fp16 = bf16) at least as large, grad_accum anything
+//     (it repeats the same micro-batch), every other parameter equal.
 //  2. Measured memory: when the context gives a vram (ram) limit and trials
 //     report vram_bytes (ram_bytes), a GP on log(bytes) predicts
-//     P(bytes < limit); memory failures enter as points just over the limit.
+//     P(bytes < limit); memory failures enter as points over the limit. A
+//     ridge-regularised linear trend in the encoding comes first (memory is
+//     close to linear in log batch size), so the GP extrapolates sensibly
+//     towards batch sizes it has not seen.
 //  3. Otherwise a ridge-regularised logistic regression on the encoding
 //     (ok = 1, resource failure = 0).
 // Flaky failures (crash, error) say nothing about fit and are ignored.
@@ -47,7 +50,8 @@ class FeasibilityModel {
   struct MemoryModel {
     std::string metric;
     double log_limit = 0.0;
-    std::optional<gp::GaussianProcess> gp;
+    Eigen::VectorXd trend;  // [bias, encoded...]: ridge fit of log(bytes)
+    std::optional<gp::GaussianProcess> gp;  // on the residuals of the trend
   };
   void fit_logistic(const std::vector<Eigen::VectorXd>& x, const std::vector<double>& label);
   void fit_memory(MemoryModel& m, const std::vector<Observation>& history,
@@ -55,6 +59,7 @@ class FeasibilityModel {
 
   const SearchSpace& m_space;
   std::vector<bool> m_is_memory;             // per parameter: ordered by memory use
+  std::vector<bool> m_is_neutral;            // per parameter: no effect on memory (grad_accum)
   std::vector<std::vector<double>> m_rank;   // per parameter, per value
   std::vector<Config> m_failed;              // memory failures
   std::vector<Config> m_fitted;              // ran ok
