@@ -12,6 +12,7 @@ namespace {
 constexpr double kSqrt5 = 2.23606797749979;
 constexpr double kLog2Pi = 1.8378770664093453;
 constexpr double kLsPriorSigma = 1.7320508075688772;  // sqrt(3)
+constexpr double kLsPriorBase = 0.0;  // Hvarfner et al. use sqrt(2)
 constexpr double kSignalPriorMean = 0.0, kSignalPriorSigma = 1.5;
 constexpr double kNoisePriorMean = -6.9, kNoisePriorSigma = 2.0;  // ~1e-3 of the variance
 constexpr double kJitterStart = 1e-9, kJitterCap = 1e-2;
@@ -57,7 +58,7 @@ double log1mexp(double x) {
 }  // namespace
 
 double length_scale_prior_mean(int groups) {
-  return 1.4142135623730951 + 0.5 * std::log(std::max(1, groups));
+  return kLsPriorBase + 0.5 * std::log(std::max(1, groups));
 }
 
 GaussianProcess::GaussianProcess(std::vector<int> column_group) : m_group(std::move(column_group)) {

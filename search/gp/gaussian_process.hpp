@@ -99,8 +99,11 @@ class GaussianProcess {
   std::vector<std::string> m_warnings;
 };
 
-// Prior on log length scales: N(mu, sigma^2) with mu = sqrt(2) + log(G)/2
-// (Hvarfner et al. 2024), sigma = sqrt(3).
+// Prior on log length scales: N(mu, sigma^2) with mu = log(G)/2 and
+// sigma = sqrt(3): Hvarfner et al. 2024's dimension scaling, with their
+// sqrt(2) offset dropped: at 6 dimensions it favoured length scales ~10 on
+// [0,1] inputs and smoothed away the kinks of pipeline landscapes (median
+// 0.98 -> 0.994 of the optimum at 30 trials on the loader-bound landscape).
 double length_scale_prior_mean(int groups);
 
 // Expected improvement over `best` for maximisation, and its logarithm
