@@ -17,14 +17,16 @@
 
 namespace autotune::bench {
 
-inline SearchSpace pipeline_space() {
+// The six knobs of DESIGN.md with batch_size * grad_accum <= 1024: 11,424
+// valid configurations with workers 0..16 (21,504 with max_workers = 31).
+inline SearchSpace pipeline_space(std::int64_t max_workers = 16) {
   auto ints = [](std::initializer_list<std::int64_t> xs) {
     std::vector<Value> v;
     for (auto x : xs) v.emplace_back(x);
     return v;
   };
   std::vector<Value> workers;
-  for (std::int64_t w = 0; w <= 16; ++w) workers.emplace_back(w);
+  for (std::int64_t w = 0; w <= max_workers; ++w) workers.emplace_back(w);
   return SearchSpace(
       {
           {"batch_size", ints({16, 32, 64, 128, 256, 512}), Scale::log},

@@ -1,7 +1,12 @@
 // anneal: simulated annealing over the integer domains.
 //
-// A move changes one parameter: to an adjacent value most of the time
-// (SearchSpace::neighbours), to any value of one parameter otherwise. A
+// The walk starts from the best of a few random probes (max(3, budget/8)).
+// A move changes one parameter: most of the time a step of s positions along
+// an ordered domain, s uniform in 1..smax with smax shrinking with the
+// temperature from 30% of the domain to 1 (adjacent values, as
+// SearchSpace::neighbours lists them); otherwise any value of that
+// parameter (categoricals always). When no such move is left, any unasked
+// neighbour, then a random restart. A
 // measured move is accepted when it is better, or with probability
 // exp(delta / T) where delta is the change in log-throughput (a relative
 // change, so the schedule does not depend on the workload's units). T falls
@@ -32,9 +37,11 @@ class AnnealStrategy final : public StrategyBase {
 
  protected:
   std::optional<Config> propose() override {
-    if (!m_current) return random_unasked();
+    const int probes = std::max(3, m_horizon / 8);
+    if (!m_current || static_cast<int>(history().size() + pending().size()) < probes) return random_unasked();
     for (int attempt = 0; attempt < 32; ++attempt)
       if (auto c = move_from(*m_current)) return c;
+    if (auto c = any_neighbour(*m_current)) return c;
     // Every move from here is used up: jump.
     m_current.reset();
     return random_unasked();
@@ -54,7 +61,8 @@ class AnnealStrategy final : public StrategyBase {
     } else {
       stagnate();
     }
-    if (!m_current) {
+    if (!m_current || static_cast<int>(history().size()) <= std::max(3, m_horizon / 8)) {
+      if (m_current && y <= m_current_y) return;
       m_current = obs.config;
       m_current_y = y;
       return;
@@ -87,25 +95,32 @@ class AnnealStrategy final : public StrategyBase {
 
   std::optional<Config> move_from(const Config& from) {
     std::uniform_real_distribution<double> u(0.0, 1.0);
-    if (u(m_rng) < kAdjacentShare) {
-      std::vector<Config> nbs;
-      for (auto& nb : m_space.neighbours(from))
-        if (!was_asked(nb)) nbs.push_back(std::move(nb));
-      if (!nbs.empty()) {
-        std::uniform_int_distribution<std::size_t> pick(0, nbs.size() - 1);
-        return nbs[pick(m_rng)];
-      }
-    }
-    // Any value of one parameter.
     std::uniform_int_distribution<std::size_t> dim(0, m_space.dims() - 1);
     const std::size_t d = dim(m_rng);
     const int n = static_cast<int>(m_space.param(d).values.size());
     if (n < 2) return std::nullopt;
-    std::uniform_int_distribution<int> val(0, n - 1);
     Config c = from;
-    c[d] = val(m_rng);
+    if (m_space.param(d).scale != Scale::categorical && u(m_rng) < kAdjacentShare) {
+      const double reach = 0.3 * n * std::sqrt(temperature() / kT0);
+      const int smax = std::max(1, static_cast<int>(std::lround(reach)));
+      std::uniform_int_distribution<int> step(1, smax);
+      const int s = step(m_rng) * (u(m_rng) < 0.5 ? -1 : 1);
+      c[d] = std::clamp(from[d] + s, 0, n - 1);
+    } else {
+      std::uniform_int_distribution<int> val(0, n - 1);
+      c[d] = val(m_rng);
+    }
     if (c == from || was_asked(c) || !m_space.is_valid(c)) return std::nullopt;
     return c;
+  }
+
+  std::optional<Config> any_neighbour(const Config& from) {
+    std::vector<Config> nbs;
+    for (auto& nb : m_space.neighbours(from))
+      if (!was_asked(nb)) nbs.push_back(std::move(nb));
+    if (nbs.empty()) return std::nullopt;
+    std::uniform_int_distribution<std::size_t> pick(0, nbs.size() - 1);
+    return nbs[pick(m_rng)];
   }
 
   int m_horizon = 100;

@@ -93,8 +93,10 @@ class BoStrategy final : public StrategyBase {
     m_gp.set_data(matrix_of(ok), targets_of(ok));
     gp::FitOptions fo;
     // Fewer restarts as data grows: the previous optimum is a good start then.
-    fo.random_starts = ok.size() < 40 ? 2 : 1;
-    fo.max_evaluations = ok.size() < 40 ? 80 : 40;
+    const bool large = ok.size() >= 30;
+    fo.random_starts = large ? 1 : 2;
+    fo.default_starts = !large;
+    fo.max_evaluations = large ? 40 : 80;
     return m_gp.fit(m_rng, fo);
   }
 

@@ -133,6 +133,8 @@ void FeasibilityModel::fit_logistic(const std::vector<Eigen::VectorXd>& x, const
 
 void FeasibilityModel::fit_memory(MemoryModel& m, const std::vector<Observation>& history,
                                   std::initializer_list<Status> over_limit, std::mt19937_64& rng) {
+  // Keep the last fit's hyperparameters as the next start.
+  std::optional<gp::GaussianProcess> previous = std::move(m.gp);
   m.gp.reset();
   std::vector<Eigen::VectorXd> xs;
   std::vector<double> ys;
@@ -170,7 +172,7 @@ void FeasibilityModel::fit_memory(MemoryModel& m, const std::vector<Observation>
   const Eigen::VectorXd residual = target - a * m.trend;
   for (Eigen::Index i = 0; i < n; ++i) ys[static_cast<std::size_t>(i)] = residual[i];
   std::vector<int> groups(m_space.encoded_owner().begin(), m_space.encoded_owner().end());
-  gp::GaussianProcess g(groups);
+  gp::GaussianProcess g = previous ? std::move(*previous) : gp::GaussianProcess(groups);
   Eigen::MatrixXd x(static_cast<Eigen::Index>(xs.size()), static_cast<Eigen::Index>(m_space.encoded_dims()));
   Eigen::VectorXd y(static_cast<Eigen::Index>(ys.size()));
   for (std::size_t i = 0; i < xs.size(); ++i) {
@@ -181,6 +183,7 @@ void FeasibilityModel::fit_memory(MemoryModel& m, const std::vector<Observation>
   gp::FitOptions fo;
   fo.random_starts = 0;
   fo.max_evaluations = 40;
+  fo.default_starts = xs.size() < 30;
   if (g.fit(rng, fo)) m.gp = std::move(g);
 }
 

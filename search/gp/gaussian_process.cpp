@@ -201,14 +201,14 @@ bool GaussianProcess::fit(std::mt19937_64& rng, const FitOptions& o) {
   mode.head(m_groups).setConstant(length_scale_prior_mean(m_groups));
   mode[m_groups] = kSignalPriorMean;
   mode[m_groups + 1] = std::log(1e-2);
-  starts.push_back(mode);
+  if (o.default_starts || !m_have_optimum) starts.push_back(mode);
   // A wiggly, nearly noise-free start: the prior mode alone often settles in
   // the "everything is noise" basin on small data.
   Eigen::VectorXd wiggly(dim);
   wiggly.head(m_groups).setConstant(std::log(0.4));
   wiggly[m_groups] = 0.0;
   wiggly[m_groups + 1] = std::log(1e-4);
-  starts.push_back(wiggly);
+  if (o.default_starts || !m_have_optimum) starts.push_back(wiggly);
   std::normal_distribution<double> normal(0.0, 1.0);
   for (int s = 0; s < o.random_starts; ++s) {
     Eigen::VectorXd t(dim);

@@ -27,6 +27,9 @@ namespace autotune::gp {
 
 struct FitOptions {
   int random_starts = 2;      // besides the previous optimum and the prior mode
+  // Start from the prior mode and a short-scale point too; callers refitting
+  // a grown data set may turn this off once a previous optimum exists.
+  bool default_starts = true;
   int max_evaluations = 80;   // per start
   double min_length_scale = 0.03;
   double max_length_scale = 50.0;
