@@ -131,23 +131,49 @@ class BoStrategy final : public StrategyBase {
     return e;
   }
 
+  // log EI + log P(feasible) per candidate, -inf where the candidate is
+  // dropped (P < kMinFeasible while others remain) or provably not the best:
+  // P <= 1, so once the best score found reaches the next-largest log EI, no
+  // unscored candidate can beat it and the feasibility models (the costlier
+  // part on a large space) need not see it.
   std::vector<double> scores(const gp::GaussianProcess& model, double best,
                              const std::vector<const Config*>& cs, const Eigen::MatrixXd& x) const {
+    constexpr double kNegInf = -std::numeric_limits<double>::infinity();
     Eigen::VectorXd mean, var;
     model.predict(x, mean, var);
-    const Eigen::VectorXd pf = m_feasibility.probability(cs, x);
-    bool any_plausible = false;
-    for (Eigen::Index i = 0; i < pf.size(); ++i) any_plausible = any_plausible || pf[i] >= kMinFeasible;
-    std::vector<double> s(cs.size());
-    for (std::size_t i = 0; i < cs.size(); ++i) {
+    const std::size_t n = cs.size();
+    std::vector<double> lei(n), s(n, kNegInf), p(n, -1.0);
+    for (std::size_t i = 0; i < n; ++i) {
       const auto k = static_cast<Eigen::Index>(i);
-      double p = pf[k];
-      if (any_plausible && p < kMinFeasible) {
-        s[i] = -std::numeric_limits<double>::infinity();
-        continue;
-      }
-      s[i] = gp::log_expected_improvement(mean[k], std::sqrt(var[k]), best) + std::log(std::max(p, 1e-12));
+      lei[i] = gp::log_expected_improvement(mean[k], std::sqrt(var[k]), best);
     }
+    std::vector<std::size_t> order(n);
+    for (std::size_t i = 0; i < n; ++i) order[i] = i;
+    std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return lei[a] > lei[b]; });
+    constexpr std::size_t kChunk = 256;
+    double best_plausible = kNegInf;
+    std::size_t done = 0;
+    while (done < n && !(best_plausible >= lei[order[done]])) {
+      const std::size_t end = std::min(n, done + kChunk);
+      std::vector<const Config*> part;
+      Eigen::MatrixXd xp(static_cast<Eigen::Index>(end - done), x.cols());
+      for (std::size_t j = done; j < end; ++j) {
+        part.push_back(cs[order[j]]);
+        xp.row(static_cast<Eigen::Index>(j - done)) = x.row(static_cast<Eigen::Index>(order[j]));
+      }
+      const Eigen::VectorXd pf = m_feasibility.probability(part, xp);
+      for (std::size_t j = done; j < end; ++j) {
+        const std::size_t i = order[j];
+        p[i] = pf[static_cast<Eigen::Index>(j - done)];
+        if (p[i] >= kMinFeasible) {
+          s[i] = lei[i] + std::log(p[i]);
+          best_plausible = std::max(best_plausible, s[i]);
+        }
+      }
+      done = end;
+    }
+    if (best_plausible == kNegInf)  // nothing plausible anywhere: rank by the product alone
+      for (std::size_t i = 0; i < n; ++i) s[i] = lei[i] + std::log(std::max(p[i], 1e-12));
     return s;
   }
 

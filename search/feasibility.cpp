@@ -184,7 +184,13 @@ void FeasibilityModel::fit_memory(MemoryModel& m, const std::vector<Observation>
   fo.random_starts = 0;
   fo.max_evaluations = 40;
   fo.default_starts = xs.size() < 30;
-  if (g.fit(rng, fo)) m.gp = std::move(g);
+  // Refitting hyperparameters each step costs O(n^3) per evaluation; with
+  // many points they move little, so refit when the data grew by 10%.
+  const bool refit = !previous || xs.size() < 30 || xs.size() >= m.fitted_size + m.fitted_size / 10;
+  if (refit ? g.fit(rng, fo) : g.condition()) {
+    if (refit) m.fitted_size = xs.size();
+    m.gp = std::move(g);
+  }
 }
 
 Eigen::VectorXd FeasibilityModel::probability(const std::vector<const Config*>& configs,

@@ -52,6 +52,7 @@ class FeasibilityModel {
     double log_limit = 0.0;
     Eigen::VectorXd trend;  // [bias, encoded...]: ridge fit of log(bytes)
     std::optional<gp::GaussianProcess> gp;  // on the residuals of the trend
+    std::size_t fitted_size = 0;            // points at the last hyperparameter fit
   };
   void fit_logistic(const std::vector<Eigen::VectorXd>& x, const std::vector<double>& label);
   void fit_memory(MemoryModel& m, const std::vector<Observation>& history,
