@@ -4,8 +4,11 @@
 // num_workers, prefetch_factor, pin_memory, precision, grad_accum, then any
 // other declared parameter, one at a time, keeping each improvement. Ordered
 // parameters are walked upward until a step fails or stops helping;
-// categorical ones have every value tried. When the recipe is done the
-// strategy has nothing more to propose.
+// categorical ones have every value tried. Ordered knobs are raised the way
+// the guides say, by doubling (workers 0, 2, 4, 8, ...; batch sizes by their
+// next value), and a person tries one more step after a step that did not
+// help before giving up on a knob; a failure (out of memory) ends the knob at
+// once. When the recipe is done the strategy has nothing more to propose.
 #include <algorithm>
 
 #include "search/strategies.hpp"
@@ -59,8 +62,16 @@ class HeuristicStrategy final : public StrategyBase {
     if (better) {
       m_incumbent = obs.config;
       m_best_throughput = obs.outcome.throughput;
+      m_probe.reset();
+      m_misses = 0;
     } else if (is_ordered(current_dim())) {
-      next_stage();  // a failure or no gain: a person stops raising this knob
+      // No gain: one more step up from the value tried; a failure ends the knob.
+      if (obs.outcome.ok() && m_misses == 0) {
+        m_probe = obs.config;
+        m_misses = 1;
+      } else {
+        next_stage();
+      }
     }
   }
 
@@ -71,14 +82,30 @@ class HeuristicStrategy final : public StrategyBase {
   void next_stage() {
     ++m_stage;
     m_tried_in_stage.clear();
+    m_probe.reset();
+    m_misses = 0;
+  }
+
+  // The next value up by doubling: the first one at least max(2x, x + 2) for
+  // integers, the next position otherwise.
+  int next_up(std::size_t d, int from) const {
+    const auto& vals = m_space.param(d).values;
+    if (!is_int(vals[static_cast<std::size_t>(from)])) return from + 1;
+    const double x = to_number(vals[static_cast<std::size_t>(from)]);
+    const double want = std::max(2.0 * x, x + 2.0);
+    for (int k = from + 1; k < static_cast<int>(vals.size()); ++k)
+      if (to_number(vals[static_cast<std::size_t>(k)]) >= want) return k;
+    return static_cast<int>(vals.size()) - 1 > from ? static_cast<int>(vals.size()) - 1 : from + 1;
   }
 
   std::optional<Config> next_in_stage() {
     const std::size_t d = m_order[m_stage];
     const int n = static_cast<int>(m_space.param(d).values.size());
     if (is_ordered(d)) {
-      // Upward from the incumbent, skipping values the rules forbid here.
-      for (int k = (*m_incumbent)[d] + 1; k < n; ++k) {
+      // Upward from the incumbent (or from the step that did not help),
+      // skipping values the rules forbid here.
+      const Config& base = m_probe ? *m_probe : *m_incumbent;
+      for (int k = next_up(d, base[d]); k < n; k = next_up(d, k)) {
         Config c = *m_incumbent;
         c[d] = k;
         if (!m_space.is_valid(c)) continue;
@@ -102,6 +129,8 @@ class HeuristicStrategy final : public StrategyBase {
   std::set<int> m_tried_in_stage;
   bool m_started = false;
   std::optional<Config> m_incumbent;
+  std::optional<Config> m_probe;  // a step up that did not help, to step on from
+  int m_misses = 0;
   double m_best_throughput = 0.0;
 };
 

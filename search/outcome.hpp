@@ -33,6 +33,7 @@ struct Outcome {
   double throughput = 0.0;                 // samples/s, larger is better; meaningful when ok
   std::map<std::string, double> metrics;   // vram_bytes, ram_bytes, gpu_busy, throughput_rsd, ...
   std::string reason;                      // human-readable why, for failures
+  std::map<std::string, std::string> labels;  // non-numeric facts: node, gpus, cpus the trial had
   double seconds = 0.0;                    // wall time the trial took
 
   bool ok() const { return status == Status::ok; }

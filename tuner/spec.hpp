@@ -37,6 +37,21 @@ struct SearchSpec {
   int parallel = 1;              // trials in flight
 };
 
+// Where trials run (`executor:`). See README "Parallel trials".
+struct ExecutorSpec {
+  std::string kind = "local";           // local | slurm
+  // local: the GPUs handed out to slots through CUDA_VISIBLE_DEVICES, one
+  // entry per slot ("0", "1", or "0,1" for two per slot); empty = none.
+  // `gpus: auto` in the file lists every visible GPU.
+  std::vector<std::string> gpus;
+  bool pin_cpus = true;                 // local: a CPU set per slot where the machine allows
+  // slurm: per-trial resources of each `srun --exact -n1` step, and extra options.
+  int gpus_per_trial = 0;
+  int cpus_per_trial = 0;
+  std::string mem_per_trial;            // e.g. "16G"; empty = Slurm's default
+  std::vector<std::string> srun_args;
+};
+
 struct OutputSpec {
   std::filesystem::path tuned;    // resolved against the current directory
   std::filesystem::path journal;
@@ -49,6 +64,7 @@ struct Spec {
   Limits limits;
   std::string objective = "throughput";
   SearchSpec search;
+  ExecutorSpec executor;
   OutputSpec output;
 };
 

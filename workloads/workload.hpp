@@ -9,7 +9,10 @@
 #include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <map>
 #include <memory>
+#include <optional>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -31,6 +34,12 @@ struct TrialContext {
   double timeout_s = 0;             // 0 = none; the runner enforces it, workloads may use it as a cap
   Limits limits;                    // the spec's constraints
   std::filesystem::path log_dir;    // per-trial folder for logs; empty = keep none
+  int slot = 0;                     // the parallel slot running it (0-based)
+  // Extra environment for a trial's child process (e.g. CUDA_VISIBLE_DEVICES
+  // of its slot); in-process workloads ignore it.
+  std::map<std::string, std::string> env;
+  // CPUs a trial's child process is pinned to (empty: not pinned).
+  std::vector<int> cpus;
 };
 
 class Workload {
@@ -38,6 +47,9 @@ class Workload {
   virtual ~Workload() = default;
   virtual std::string_view kind() const = 0;
   virtual Outcome measure(const Assignment& config, const TrialContext& ctx) = 0;
+  // The noise-free answer, where the workload knows it (synthetic, replay):
+  // lets `compare` and the tests know the exact optimum. nullopt otherwise.
+  virtual std::optional<Outcome> expected(const Assignment& /*config*/) const { return std::nullopt; }
 };
 
 // What a workload factory gets besides its options.

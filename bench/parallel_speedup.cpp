@@ -1,0 +1,101 @@
+// Parallel slots: wall time and search quality at the same trial budget,
+// N = 1 against N = 4, on the synthetic workload with trials that sleep to
+// stand in for a real measurement.
+//
+//   build/bench/bench_parallel_speedup [strategy] [trial_seconds] [budget] [seeds]
+//   defaults:                          bo         0.25            40       5
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <string>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "search/strategy.hpp"
+#include "tuner/tune.hpp"
+#include "workloads/synthetic.hpp"
+#include "workloads/workloads.hpp"
+
+using namespace autotune;
+
+namespace {
+
+Value I(std::int64_t v) { return Value{v}; }
+
+SearchSpace design_space() {
+  std::vector<Value> workers;
+  for (std::int64_t w = 0; w <= 16; ++w) workers.push_back(I(w));
+  return SearchSpace({{"batch_size", {I(16), I(32), I(64), I(128), I(256), I(512)}, Scale::log},
+                      {"num_workers", workers, Scale::linear},
+                      {"prefetch_factor", {I(1), I(2), I(4), I(8)}, Scale::log},
+                      {"pin_memory", {Value{false}, Value{true}}, Scale::linear},
+                      {"precision",
+                       {Value{std::string("fp32")}, Value{std::string("tf32")}, Value{std::string("fp16")},
+                        Value{std::string("bf16")}},
+                       Scale::categorical},
+                      {"grad_accum", {I(1), I(2), I(4), I(8)}, Scale::log}},
+                     {"batch_size * grad_accum <= 1024"});
+}
+
+std::string cpu_model() {
+  std::ifstream in("/proc/cpuinfo");
+  for (std::string l; std::getline(in, l);)
+    if (l.rfind("model name", 0) == 0) return l.substr(l.find(':') + 2);
+  return "unknown";
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const std::string strategy = argc > 1 ? argv[1] : (find_strategy("bo") ? "bo" : "random");
+  const double trial_s = argc > 2 ? std::stod(argv[2]) : 0.25;
+  const int budget = argc > 3 ? std::stoi(argv[3]) : 40;
+  const int seeds = argc > 4 ? std::stoi(argv[4]) : 5;
+  std::printf("machine: %s, %u hardware threads\n", cpu_model().c_str(), std::thread::hardware_concurrency());
+  std::printf("strategy %s, budget %d trials, %.2f s per trial (sleep), %d seeds, profile balanced, noise 0.03\n\n",
+              strategy.c_str(), budget, trial_s, seeds);
+
+  auto info = synthetic_workload_info();
+  auto workload = info.make(Options::with_defaults(info.options, {{"trial_seconds", OptionValue{trial_s}}}), {});
+  const SearchSpace space = design_space();
+  double optimum = 0;
+  const auto all = space.enumerate();
+  for (const auto& c : *all) {
+    auto o = workload->expected(space.to_assignment(c));
+    if (o->ok()) optimum = std::max(optimum, o->throughput);
+  }
+  const auto dir = std::filesystem::temp_directory_path() / ("autotune_bench_parallel_" + std::to_string(::getpid()));
+  std::printf("%-8s %12s %12s %14s\n", "slots", "wall_s", "speedup", "quality");
+  double wall1 = 0, q1 = 0, wall4 = 0, q4 = 0;
+  for (int slots : {1, 4}) {
+    double wall = 0, quality = 0;
+    for (int s = 0; s < seeds; ++s) {
+      Spec spec;
+      spec.file = "bench";
+      spec.workload.kind = "synthetic";
+      spec.space = space;
+      spec.search.strategy = strategy;
+      spec.search.budget_trials = budget;
+      spec.search.seed = static_cast<std::uint64_t>(s);
+      spec.search.parallel = slots;
+      spec.output.journal = dir / fmt::format("j{}_{}.jsonl", slots, s);
+      const auto t0 = std::chrono::steady_clock::now();
+      TuneResult r = run_tuning(
+          spec, [&](const Assignment& a, const TrialContext& ctx) { return workload->measure(a, ctx); }, {});
+      wall += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      if (r.best) quality += workload->expected(space.to_assignment(*r.best))->throughput / optimum;
+    }
+    wall /= seeds;
+    quality /= seeds;
+    if (slots == 1) wall1 = wall, q1 = quality;
+    else wall4 = wall, q4 = quality;
+    std::printf("%-8d %12.2f %11.2fx %14.4f\n", slots, wall, wall1 / wall, quality);
+  }
+  std::printf("\nquality: true throughput of the recommended configuration / exhaustive optimum, mean over seeds\n");
+  std::printf("N=4 against N=1: %.2fx faster, quality %+.2f%%\n", wall1 / wall4, 100.0 * (q4 - q1) / q1);
+  std::filesystem::remove_all(dir);
+  return 0;
+}

@@ -1,0 +1,195 @@
+// The autotune binary end to end: exit codes, files written (or not), resume,
+// Ctrl-C, sweep -> replay.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <yaml-cpp/yaml.h>
+
+#include <array>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <thread>
+
+namespace {
+
+namespace fs = std::filesystem;
+
+struct CliRun {
+  int status = -1;
+  std::string out;  // stdout and stderr together
+};
+
+CliRun run(const std::string& args) {
+  CliRun r;
+  const std::string cmd = std::string(AUTOTUNE_BINARY) + " " + args + " 2>&1";
+  FILE* p = ::popen(cmd.c_str(), "r");
+  std::array<char, 4096> buf{};
+  std::size_t n;
+  while ((n = std::fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
+  const int st = ::pclose(p);
+  r.status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+  return r;
+}
+
+class Cli : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    m_dir = fs::temp_directory_path() / ("autotune_cli_" + std::to_string(::getpid()) + "_" +
+                                         ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(m_dir);
+    fs::create_directories(m_dir);
+  }
+  void TearDown() override { fs::remove_all(m_dir); }
+
+  fs::path write(const std::string& name, const std::string& text) {
+    auto p = m_dir / name;
+    std::ofstream(p) << text;
+    return p;
+  }
+  // `budget` is spliced in rather than appended: a duplicate key is a spec error.
+  std::string synthetic_spec(const std::string& budget = "12", const std::string& workload_extra = "") {
+    return "workload: {kind: synthetic, profile: balanced, noise: 0.02" + workload_extra +
+           "}\n"
+           "space:\n"
+           "  batch_size: {values: [16, 32, 64, 128, 256]}\n"
+           "  num_workers: {range: [0, 8]}\n"
+           "  pin_memory: {values: [false, true]}\n"
+           "  precision: {values: [fp32, bf16]}\n"
+           "constraints:\n"
+           "  rules: [\"batch_size <= 256\"]\n"
+           "search: {strategy: random, budget: " + budget + ", seed: 5"
+           ", initial: [{batch_size: 32, num_workers: 0, pin_memory: false, precision: fp32}]}\n"
+           "output: {tuned: " +
+           (m_dir / "tuned.yaml").string() + "}\n";
+  }
+  std::size_t count_finished(const fs::path& journal) {
+    std::ifstream in(journal);
+    std::size_t n = 0;
+    for (std::string l; std::getline(in, l);) n += l.find("\"type\":\"finish\"") != std::string::npos;
+    return n;
+  }
+  fs::path m_dir;
+};
+
+TEST_F(Cli, HelpListsSubcommandsAndOverrides) {
+  CliRun r = run("--help");
+  EXPECT_EQ(r.status, 0);
+  for (const char* s : {"--config", "--strategy", "--budget", "--seed", "--out", "--resume", "validate", "sweep"})
+    EXPECT_NE(r.out.find(s), std::string::npos) << s;
+}
+
+TEST_F(Cli, TunesASyntheticSpaceAndWritesAFeasibleBest) {
+  auto spec = write("space.yaml", synthetic_spec());
+  CliRun r = run("--config " + spec.string() + " --quiet");
+  ASSERT_EQ(r.status, 0) << r.out;
+  YAML::Node y = YAML::LoadFile((m_dir / "tuned.yaml").string());
+  EXPECT_EQ(y["best"].size(), 4u);
+  EXPECT_LE(y["best"]["batch_size"].as<int>(), 256);
+  EXPECT_GT(y["metrics"]["throughput"].as<double>(), 0);
+  EXPECT_EQ(y["search"]["trials"].as<int>(), 12);
+  EXPECT_TRUE(y["baseline"]["speedup"]);
+  EXPECT_EQ(count_finished(m_dir / "tuned.journal.jsonl"), 12u);
+}
+
+TEST_F(Cli, BadConfigExitsTwoAndWritesNothing) {
+  auto spec = write("bad.yaml", "workload: {kind: synthetic}\nspace:\n  batch_size: {values: [16, oops]}\n"
+                                "output: {tuned: " + (m_dir / "tuned.yaml").string() + "}\n");
+  CliRun r = run("--config " + spec.string());
+  EXPECT_EQ(r.status, 2) << r.out;
+  EXPECT_NE(r.out.find("bad.yaml:3:"), std::string::npos) << r.out;
+  EXPECT_FALSE(fs::exists(m_dir / "tuned.yaml"));
+  EXPECT_FALSE(fs::exists(m_dir / "tuned.journal.jsonl"));
+  CliRun v = run("validate --config " + spec.string());
+  EXPECT_EQ(v.status, 2);
+  CliRun missing = run("--config " + (m_dir / "absent.yaml").string());
+  EXPECT_EQ(missing.status, 2);
+}
+
+TEST_F(Cli, BadOverridesExitTwo) {
+  auto spec = write("space.yaml", synthetic_spec());
+  EXPECT_EQ(run("--config " + spec.string() + " --strategy nope").status, 2);
+  EXPECT_EQ(run("--config " + spec.string() + " --budget lots").status, 2);
+  EXPECT_EQ(run("--config " + spec.string() + " --no-such-flag").status, 2);
+  EXPECT_FALSE(fs::exists(m_dir / "tuned.yaml"));
+}
+
+TEST_F(Cli, ValidatePrintsTheResolvedSpace) {
+  auto spec = write("space.yaml", synthetic_spec());
+  CliRun r = run("validate --config " + spec.string());
+  ASSERT_EQ(r.status, 0) << r.out;
+  EXPECT_NE(r.out.find("size: 180 configurations"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("valid: 180"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("num_workers"), std::string::npos);
+}
+
+TEST_F(Cli, OverridesAndResumeContinueWithoutRerunning) {
+  auto spec = write("space.yaml", synthetic_spec());
+  const auto out = m_dir / "o" / "t.yaml";
+  ASSERT_EQ(run("--config " + spec.string() + " --quiet --strategy grid --budget 6 --out " + out.string()).status, 0);
+  const auto journal = m_dir / "o" / "t.journal.jsonl";
+  EXPECT_EQ(count_finished(journal), 6u);
+  CliRun r = run("--config " + spec.string() + " --quiet --strategy grid --budget 10 --resume --out " + out.string());
+  ASSERT_EQ(r.status, 0) << r.out;
+  EXPECT_EQ(count_finished(journal), 10u);
+  EXPECT_EQ(YAML::LoadFile(out.string())["search"]["trials"].as<int>(), 10);
+  // Another space refuses to resume onto this journal.
+  auto other = write("other.yaml", "workload: {kind: synthetic}\nspace:\n  batch_size: [16, 32]\n");
+  CliRun refused = run("--config " + other.string() + " --quiet --resume --out " + out.string());
+  EXPECT_EQ(refused.status, 2) << refused.out;
+  EXPECT_NE(refused.out.find("another search space"), std::string::npos) << refused.out;
+}
+
+TEST_F(Cli, CtrlCWritesTheBestSoFarAndExits130) {
+  auto spec = write("space.yaml", synthetic_spec("400", ", trial_seconds: 0.1"));
+  const std::string cmd = std::string(AUTOTUNE_BINARY) + " --config " + spec.string() + " --quiet";
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    ::execl("/bin/sh", "sh", "-c", ("exec " + cmd + " >/dev/null 2>&1").c_str(), nullptr);
+    ::_exit(127);
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  ::kill(pid, SIGINT);
+  int st = 0;
+  ::waitpid(pid, &st, 0);
+  ASSERT_TRUE(WIFEXITED(st));
+  EXPECT_EQ(WEXITSTATUS(st), 130);
+  YAML::Node y = YAML::LoadFile((m_dir / "tuned.yaml").string());
+  EXPECT_EQ(y["search"]["stopped_by"].as<std::string>(), "interrupted");
+  const auto finished = count_finished(m_dir / "tuned.journal.jsonl");
+  EXPECT_GE(finished, 3u);
+  EXPECT_EQ(y["search"]["trials"].as<std::size_t>(), finished);
+}
+
+TEST_F(Cli, SweepRecordsATableThatReplayReads) {
+  auto spec = write("space.yaml", synthetic_spec());
+  const auto csv = m_dir / "table.csv";
+  CliRun s = run("sweep --config " + spec.string() + " --out " + csv.string());
+  ASSERT_EQ(s.status, 0) << s.out;
+  std::ifstream in(csv);
+  std::string header;
+  std::getline(in, header);
+  EXPECT_EQ(header.rfind("batch_size,num_workers,pin_memory,precision,status,throughput", 0), 0u) << header;
+  std::size_t rows = 0;
+  for (std::string l; std::getline(in, l);) rows += !l.empty();
+  EXPECT_EQ(rows, 180u);
+  EXPECT_FALSE(fs::exists(csv.string() + ".partial"));
+
+  auto replay = write("replay.yaml", "workload: {kind: replay, file: table.csv}\n"
+                                     "space:\n"
+                                     "  batch_size: {values: [16, 32, 64, 128, 256]}\n"
+                                     "  num_workers: {range: [0, 8]}\n"
+                                     "  pin_memory: {values: [false, true]}\n"
+                                     "  precision: {values: [fp32, bf16]}\n"
+                                     "search: {strategy: grid, budget: 200}\n"
+                                     "output: {tuned: " + (m_dir / "replayed.yaml").string() + "}\n");
+  CliRun r = run("--config " + replay.string() + " --quiet");
+  ASSERT_EQ(r.status, 0) << r.out;
+  EXPECT_EQ(YAML::LoadFile((m_dir / "replayed.yaml").string())["search"]["ok"].as<int>(), 180);
+}
+
+}  // namespace

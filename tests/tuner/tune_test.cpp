@@ -1,0 +1,334 @@
+// The tuning loop, journal, resume and tuned.yaml, on the synthetic workload
+// with specs built in code (the loader has its own suite).
+#include "tuner/tune.hpp"
+
+#include <gtest/gtest.h>
+#include <yaml-cpp/yaml.h>
+
+#include <atomic>
+#include <chrono>
+#include <fstream>
+#include <mutex>
+#include <thread>
+#include <set>
+
+#include "tuner/emitter.hpp"
+#include "tuner/interrupt.hpp"
+#include "tuner/journal.hpp"
+#include "workloads/synthetic.hpp"
+#include "workloads/workloads.hpp"
+
+namespace autotune {
+namespace {
+
+Value I(std::int64_t v) { return Value{v}; }
+Value S(const char* s) { return Value{std::string(s)}; }
+
+class TuneTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    m_dir = std::filesystem::temp_directory_path() /
+            ("autotune_tune_test_" + std::to_string(::getpid()) + "_" +
+             ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    std::filesystem::remove_all(m_dir);
+    std::filesystem::create_directories(m_dir);
+    clear_interrupt();
+  }
+  void TearDown() override { std::filesystem::remove_all(m_dir); }
+
+  Spec make_spec(const std::string& strategy, int budget) {
+    Spec s;
+    s.file = "test.yaml";
+    s.workload.kind = "synthetic";
+    s.space = SearchSpace(
+        {
+            {"batch_size", {I(16), I(32), I(64), I(128), I(256), I(512)}, Scale::log},
+            {"num_workers", {I(0), I(2), I(4), I(8), I(12)}, Scale::linear},
+            {"prefetch_factor", {I(1), I(2), I(4)}, Scale::log},
+            {"pin_memory", {Value{false}, Value{true}}, Scale::linear},
+            {"precision", {S("fp32"), S("bf16")}, Scale::categorical},
+            {"grad_accum", {I(1), I(2)}, Scale::linear},
+        },
+        {"batch_size * grad_accum <= 512"});
+    s.search.strategy = strategy;
+    s.search.budget_trials = budget;
+    s.search.seed = 3;
+    s.search.initial = {Config{1, 0, 1, 0, 0, 0}};
+    s.output.tuned = m_dir / "tuned.yaml";
+    s.output.journal = m_dir / "tuned.journal.jsonl";
+    return s;
+  }
+
+  std::unique_ptr<Workload> synthetic(double noise = 0.0) {
+    return synthetic_workload_info().make(
+        Options::with_defaults(synthetic_workload_info().options, {{"noise", OptionValue{noise}}}), {});
+  }
+
+  static MeasureFn measure_with(Workload& w, int* calls = nullptr) {
+    return [&w, calls](const Assignment& a, const TrialContext& ctx) {
+      if (calls) ++*calls;
+      return w.measure(a, ctx);
+    };
+  }
+
+  std::filesystem::path m_dir;
+};
+
+TEST_F(TuneTest, GridFindsTheExhaustiveOptimum) {
+  Spec spec = make_spec("grid", 0);
+  auto w = synthetic();
+  auto all = spec.space.enumerate();
+  ASSERT_TRUE(all);
+  double optimum = 0;
+  for (const auto& c : *all) {
+    auto o = w->expected(spec.space.to_assignment(c));
+    if (o && o->ok()) optimum = std::max(optimum, o->throughput);
+  }
+  TuneResult r = run_tuning(spec, measure_with(*w), {});
+  EXPECT_EQ(r.trials.size(), all->size());
+  EXPECT_EQ(r.stopped_by, "exhausted");
+  ASSERT_TRUE(r.best_outcome);
+  EXPECT_DOUBLE_EQ(r.best_outcome->throughput, optimum);
+  std::set<Config> seen;
+  for (const auto& t : r.trials) EXPECT_TRUE(seen.insert(t.config).second);
+}
+
+TEST_F(TuneTest, BudgetStopsTheRunAndBaselineIsTheFirstInitial) {
+  Spec spec = make_spec("random", 12);
+  auto w = synthetic(0.02);
+  TuneResult r = run_tuning(spec, measure_with(*w), {});
+  EXPECT_EQ(r.trials.size(), 12u);
+  EXPECT_EQ(r.stopped_by, "budget");
+  ASSERT_TRUE(r.baseline);
+  EXPECT_EQ(r.baseline->config, spec.search.initial.front());
+  EXPECT_EQ(r.trials.front().config, spec.search.initial.front());
+}
+
+TEST_F(TuneTest, MeasuredLimitsTurnOkIntoInvalid) {
+  Outcome o = Outcome::success(100);
+  o.metrics["ram_bytes"] = 5e9;
+  Limits l;
+  l.ram_bytes = 4e9;
+  Outcome v = apply_limits(o, l);
+  EXPECT_EQ(v.status, Status::invalid);
+  EXPECT_NE(v.reason.find("host memory"), std::string::npos);
+  l.ram_bytes = 6e9;
+  EXPECT_EQ(apply_limits(o, l).status, Status::ok);
+}
+
+TEST_F(TuneTest, JournalRecordsEveryTrialAndResumeDoesNotRerun) {
+  Spec spec = make_spec("random", 8);
+  auto w = synthetic(0.02);
+  int calls = 0;
+  TuneResult first = run_tuning(spec, measure_with(*w, &calls), {});
+  EXPECT_EQ(calls, 8);
+  JournalContents j = read_journal(spec.output.journal);
+  EXPECT_EQ(j.header.value("space_hash", ""), spec.space.hash());
+  ASSERT_EQ(j.trials.size(), 8u);
+  for (const auto& t : j.trials) EXPECT_TRUE(t.outcome.has_value());
+
+  // Resume with a larger budget: only the new trials are measured.
+  spec.search.budget_trials = 14;
+  calls = 0;
+  TuneOptions opt;
+  opt.resume = true;
+  TuneResult second = run_tuning(spec, measure_with(*w, &calls), opt);
+  EXPECT_EQ(calls, 6);
+  ASSERT_EQ(second.trials.size(), 14u);
+  std::set<Config> seen;
+  for (const auto& t : second.trials) EXPECT_TRUE(seen.insert(t.config).second) << "a trial ran twice";
+  for (int i = 0; i < 8; ++i) {
+    EXPECT_TRUE(second.trials[i].replayed);
+    EXPECT_EQ(second.trials[i].config, first.trials[i].config);
+  }
+  EXPECT_EQ(second.trials[8].trial, 9);
+}
+
+TEST_F(TuneTest, TornLastLineIsDroppedAndUnfinishedTrialIsRerun) {
+  Spec spec = make_spec("random", 5);
+  auto w = synthetic();
+  run_tuning(spec, measure_with(*w), {});
+  // Simulate a crash mid-trial: a start record without its finish, then half a line.
+  const Config extra{5, 4, 2, 1, 1, 0};
+  {
+    std::ofstream out(spec.output.journal, std::ios::app);
+    out << nlohmann::json{{"type", "start"}, {"trial", 6}, {"config", to_json(spec.space.to_assignment(extra))},
+                          {"time", 1.0}}
+                .dump()
+        << "\n";
+    out << R"({"type":"finish","trial":6,"config":{"batch_si)";
+  }
+  JournalContents j = read_journal(spec.output.journal);
+  EXPECT_TRUE(j.dropped_torn_line);
+  ASSERT_EQ(j.trials.size(), 6u);
+  EXPECT_FALSE(j.trials.back().outcome);
+
+  spec.search.budget_trials = 6;
+  std::vector<Assignment> measured;
+  TuneOptions opt;
+  opt.resume = true;
+  TuneResult r = run_tuning(
+      spec,
+      [&](const Assignment& a, const TrialContext& ctx) {
+        measured.push_back(a);
+        return w->measure(a, ctx);
+      },
+      opt);
+  ASSERT_EQ(measured.size(), 1u);
+  EXPECT_EQ(measured[0], spec.space.to_assignment(extra));
+  EXPECT_EQ(r.trials.size(), 6u);
+  // The file is whole again: every line parses.
+  JournalContents again = read_journal(spec.output.journal);
+  EXPECT_FALSE(again.dropped_torn_line);
+  EXPECT_TRUE(again.trials.back().outcome);
+}
+
+TEST_F(TuneTest, CorruptMiddleLineIsAnError) {
+  Spec spec = make_spec("random", 3);
+  auto w = synthetic();
+  run_tuning(spec, measure_with(*w), {});
+  std::ifstream in(spec.output.journal);
+  std::vector<std::string> lines;
+  for (std::string l; std::getline(in, l);) lines.push_back(l);
+  lines[2] = "{not json";
+  std::ofstream out(spec.output.journal, std::ios::trunc);
+  for (const auto& l : lines) out << l << "\n";
+  out.close();
+  try {
+    read_journal(spec.output.journal);
+    FAIL() << "expected a JournalError";
+  } catch (const JournalError& e) {
+    EXPECT_NE(std::string(e.what()).find(":3:"), std::string::npos) << e.what();
+  }
+  TuneOptions opt;
+  opt.resume = true;
+  EXPECT_THROW(run_tuning(spec, measure_with(*w), opt), TuneError);
+}
+
+TEST_F(TuneTest, ResumeRefusesAnotherSpace) {
+  Spec spec = make_spec("random", 3);
+  auto w = synthetic();
+  run_tuning(spec, measure_with(*w), {});
+  Spec other = make_spec("random", 3);
+  other.space = SearchSpace({{"batch_size", {I(16), I(32)}, Scale::log}});
+  TuneOptions opt;
+  opt.resume = true;
+  try {
+    run_tuning(other, measure_with(*w), opt);
+    FAIL() << "expected a TuneError";
+  } catch (const TuneError& e) {
+    EXPECT_NE(std::string(e.what()).find("another search space"), std::string::npos);
+  }
+}
+
+TEST_F(TuneTest, InterruptStopsAfterTheCurrentTrial) {
+  Spec spec = make_spec("random", 50);
+  auto w = synthetic();
+  int calls = 0;
+  TuneResult r = run_tuning(
+      spec,
+      [&](const Assignment& a, const TrialContext& ctx) {
+        if (++calls == 4) request_interrupt();
+        return w->measure(a, ctx);
+      },
+      {});
+  clear_interrupt();
+  EXPECT_EQ(r.stopped_by, "interrupted");
+  EXPECT_EQ(r.trials.size(), 4u);
+  EXPECT_TRUE(r.best_outcome);
+}
+
+TEST_F(TuneTest, TunedYamlReadsBackWithBestBaselineSearchAndExports) {
+  Spec spec = make_spec("grid", 0);
+  auto w = synthetic();
+  TuneResult r = run_tuning(spec, measure_with(*w), {});
+  write_tuned_yaml(spec, r, spec.output.tuned);
+  YAML::Node y = YAML::LoadFile(spec.output.tuned.string());
+  const Assignment best = spec.space.to_assignment(*r.best);
+  // `best` maps each declared parameter to its value under its own name.
+  ASSERT_EQ(y["best"].size(), spec.space.dims());
+  for (const auto& [name, v] : best.items()) EXPECT_EQ(y["best"][name].as<std::string>(), to_string(v)) << name;
+  EXPECT_TRUE(spec.space.is_valid(*r.best));
+  EXPECT_NEAR(y["metrics"]["throughput"].as<double>(), r.best_outcome->throughput, 1e-3 * r.best_outcome->throughput);
+  EXPECT_GT(y["baseline"]["speedup"].as<double>(), 1.0);
+  EXPECT_EQ(y["search"]["trials"].as<int>(), static_cast<int>(r.trials.size()));
+  EXPECT_EQ(y["search"]["space_hash"].as<std::string>(), spec.space.hash());
+  const auto ex = y["exports"];
+  EXPECT_EQ(ex["torch_dataloader"]["batch_size"].as<std::string>(), best.get_string("batch_size", ""));
+  EXPECT_EQ(ex["hf_training_arguments"]["per_device_train_batch_size"].as<std::string>(),
+            best.get_string("batch_size", ""));
+  EXPECT_EQ(ex["hf_training_arguments"]["gradient_accumulation_steps"].as<std::string>(),
+            best.get_string("grad_accum", ""));
+  EXPECT_EQ(ex["deepspeed"]["train_micro_batch_size_per_gpu"].as<std::string>(), best.get_string("batch_size", ""));
+  if (best.get_string("precision", "") == "bf16") {
+    EXPECT_EQ(ex["lightning_trainer"]["precision"].as<std::string>(), "bf16-mixed");
+    EXPECT_TRUE(ex["deepspeed"]["bf16"]["enabled"].as<bool>());
+  }
+  if (best.get_int("num_workers", 0) == 0) {
+    EXPECT_FALSE(ex["torch_dataloader"]["prefetch_factor"]);
+  }
+  // No temp file is left beside it.
+  for (const auto& e : std::filesystem::directory_iterator(m_dir))
+    EXPECT_EQ(e.path().filename().string().find(".tmp."), std::string::npos);
+}
+
+TEST_F(TuneTest, NoFeasibleConfigurationGivesANullBest) {
+  Spec spec = make_spec("random", 4);
+  TuneResult r = run_tuning(
+      spec, [](const Assignment&, const TrialContext&) { return Outcome::failure(Status::oom, "too big"); }, {});
+  EXPECT_FALSE(r.best_outcome);
+  YAML::Node y = YAML::Load(render_tuned_yaml(spec, r));
+  EXPECT_TRUE(y["best"].IsNull());
+  EXPECT_EQ(y["search"]["oom"].as<int>(), 4);
+}
+
+TEST_F(TuneTest, ParallelSlotsRunTrialsConcurrentlyWithoutDuplicates) {
+  Spec spec = make_spec("random", 24);
+  spec.search.parallel = 4;
+  auto w = synthetic();
+  std::atomic<int> now{0}, peak{0};
+  std::mutex mu;
+  std::set<int> slots;
+  const auto t0 = std::chrono::steady_clock::now();
+  TuneResult r = run_tuning(
+      spec,
+      [&](const Assignment& a, const TrialContext& ctx) {
+        const int n = ++now;
+        int p = peak.load();
+        while (n > p && !peak.compare_exchange_weak(p, n)) {
+        }
+        {
+          std::lock_guard<std::mutex> lock(mu);
+          slots.insert(ctx.slot);
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(60));
+        --now;
+        return w->measure(a, ctx);
+      },
+      {});
+  const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_EQ(r.trials.size(), 24u);
+  EXPECT_EQ(peak.load(), 4);
+  EXPECT_EQ(slots, (std::set<int>{0, 1, 2, 3}));
+  EXPECT_LT(wall, 24 * 0.060 / 2) << "4 slots should take well under half the serial time";
+  std::set<Config> seen;
+  for (const auto& t : r.trials) EXPECT_TRUE(seen.insert(t.config).second);
+  // The journal has every trial, each started and finished once.
+  JournalContents j = read_journal(spec.output.journal);
+  EXPECT_EQ(j.trials.size(), 24u);
+  for (const auto& t : j.trials) EXPECT_TRUE(t.outcome);
+}
+
+TEST_F(TuneTest, SequentialStrategyStillFinishesWithParallelSlots) {
+  // heuristic proposes nothing while a trial is pending: the loop must wait
+  // for it rather than take that for exhaustion.
+  Spec spec = make_spec("heuristic", 30);
+  spec.search.parallel = 3;
+  auto w = synthetic();
+  TuneResult r = run_tuning(spec, measure_with(*w), {});
+  EXPECT_GT(r.trials.size(), 5u);
+  EXPECT_TRUE(r.best_outcome);
+}
+
+}  // namespace
+}  // namespace autotune

@@ -1,0 +1,165 @@
+// The timing loop with an injected clock: each fake step advances it by a
+// scripted duration, so every assertion is exact.
+#include "workloads/measure.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <functional>
+#include <thread>
+#include <vector>
+
+namespace autotune {
+namespace {
+
+struct FakePipeline {
+  double now = 0;
+  std::int64_t steps = 0;
+  std::function<double(std::int64_t)> step_seconds;  // by step number, from 0
+  double busy_share = 0.5;
+
+  StepResult step() {
+    const double dt = step_seconds(steps++);
+    now += dt;
+    return {10, dt * busy_share, false};
+  }
+  MeasureResult run(const MeasureConfig& c) {
+    return measure_steps(c, [this] { return step(); }, [this] { return now; });
+  }
+};
+
+MeasureConfig config() {
+  MeasureConfig c;
+  c.warmup_seconds = 1.5;
+  c.warmup_min_steps = 1;
+  c.window_seconds = 0.2;
+  c.window_min_steps = 2;
+  c.rsd_windows = 5;
+  c.target_rsd = 0.02;
+  c.max_seconds = 10;
+  return c;
+}
+
+TEST(Measure, SteadyStepsStopByRsdWithExactThroughput) {
+  FakePipeline p;
+  p.step_seconds = [](std::int64_t) { return 0.01; };
+  const MeasureResult r = p.run(config());
+  EXPECT_FALSE(r.failed);
+  EXPECT_TRUE(r.stopped_by_rsd);
+  EXPECT_TRUE(r.warmup_complete);
+  EXPECT_EQ(r.windows, 5);
+  EXPECT_NEAR(r.throughput, 1000.0, 1e-6);  // 10 samples per 10 ms
+  EXPECT_NEAR(r.throughput_rsd, 0.0, 1e-9);
+  EXPECT_NEAR(r.busy_fraction, 0.5, 1e-9);
+  EXPECT_GE(r.warmup_seconds, 1.5);
+  EXPECT_LT(r.elapsed_seconds, 1.5 + 5 * 0.2 + 0.1);
+}
+
+TEST(Measure, WarmUpOutlastsThePrefetchedBacklog) {
+  // The first 400 steps come from a full queue (1 ms each), then the pipeline's
+  // true pace (20 ms). A short warm-up would report the backlog's 10000/s.
+  FakePipeline p;
+  p.step_seconds = [](std::int64_t i) { return i < 400 ? 0.001 : 0.02; };
+  MeasureConfig c = config();
+  c.warmup_min_steps = 400;  // the queue capacity
+  c.warmup_seconds = 0.1;
+  const MeasureResult r = p.run(c);
+  EXPECT_GE(r.warmup_steps, 400);
+  EXPECT_NEAR(r.throughput, 500.0, 1e-6);
+  EXPECT_TRUE(r.stopped_by_rsd);
+}
+
+TEST(Measure, MinimumWarmUpTimeHoldsEvenWithFewSteps) {
+  FakePipeline p;
+  p.step_seconds = [](std::int64_t i) { return i < 100 ? 0.001 : 0.02; };  // 0.1 s of backlog
+  const MeasureResult r = p.run(config());  // warm-up 1.5 s, min 1 step
+  EXPECT_GE(r.warmup_seconds, 1.5);
+  EXPECT_NEAR(r.throughput, 500.0, 1e-6);
+}
+
+TEST(Measure, NoisyStepsHitTheTimeCap) {
+  // Alternating windows of very different pace never settle under 2%.
+  FakePipeline p;
+  p.step_seconds = [](std::int64_t i) { return (i / 20) % 2 ? 0.01 : 0.03; };
+  MeasureConfig c = config();
+  c.max_seconds = 4;
+  const MeasureResult r = p.run(c);
+  EXPECT_FALSE(r.stopped_by_rsd);
+  EXPECT_GT(r.throughput_rsd, 0.02);
+  EXPECT_GE(r.elapsed_seconds, 4.0);
+  EXPECT_LT(r.elapsed_seconds, 4.0 + 0.1);
+  EXPECT_GT(r.throughput, 10.0 / 0.03 * 0.9);
+  EXPECT_LT(r.throughput, 10.0 / 0.01 * 1.1);
+}
+
+TEST(Measure, WarmUpLongerThanHalfTheCapIsCutAndSaysSo) {
+  FakePipeline p;
+  p.step_seconds = [](std::int64_t) { return 0.01; };
+  MeasureConfig c = config();
+  c.warmup_seconds = 5;
+  c.max_seconds = 2;
+  const MeasureResult r = p.run(c);
+  EXPECT_FALSE(r.warmup_complete);
+  EXPECT_NEAR(r.warmup_seconds, 1.0, 0.011);
+  EXPECT_GE(r.windows, 1);
+}
+
+TEST(Measure, AStepSlowerThanTheCapStillGivesOneWindow) {
+  FakePipeline p;
+  p.step_seconds = [](std::int64_t) { return 3.0; };
+  MeasureConfig c = config();
+  c.max_seconds = 2;
+  const MeasureResult r = p.run(c);
+  EXPECT_EQ(r.windows, 1);
+  EXPECT_NEAR(r.throughput, 10.0 / 3.0, 1e-9);
+  EXPECT_FALSE(r.stopped_by_rsd);
+}
+
+TEST(Measure, AFailedStepStopsAtOnce) {
+  double now = 0;
+  int calls = 0;
+  const MeasureResult r = measure_steps(
+      config(),
+      [&] {
+        now += 0.01;
+        return StepResult{1, 0, ++calls == 3};
+      },
+      [&] { return now; });
+  EXPECT_TRUE(r.failed);
+  EXPECT_EQ(calls, 3);
+}
+
+TEST(Measure, RealClockWithSleeps) {
+  // 5 ms sleeps: about 200 steps/s. Loose bounds for a loaded machine.
+  MeasureConfig c = config();
+  c.warmup_seconds = 0.1;
+  c.window_seconds = 0.05;
+  c.target_rsd = 0.5;
+  c.max_seconds = 2;
+  const MeasureResult r = measure_steps(c, [] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    return StepResult{1, 0.005, false};
+  });
+  EXPECT_GT(r.throughput, 50.0);
+  EXPECT_LT(r.throughput, 201.0);
+  EXPECT_GT(r.busy_fraction, 0.2);
+}
+
+TEST(Measure, RelativeSpreadAndConfigChecks) {
+  const double v[] = {1, 2, 3};
+  EXPECT_NEAR(relative_spread(v, 3), 0.5, 1e-12);
+  EXPECT_EQ(relative_spread(v, 1), 0.0);
+  EXPECT_TRUE(validate(config()).empty());
+  MeasureConfig bad = config();
+  bad.rsd_windows = 1;
+  EXPECT_FALSE(validate(bad).empty());
+}
+
+TEST(Measure, PeakHostBytesIsReadable) {
+  EXPECT_GT(peak_host_bytes(), 1e6);
+  reset_peak_host_bytes();  // best effort; must not break the reading
+  EXPECT_GT(peak_host_bytes(), 1e6);
+}
+
+}  // namespace
+}  // namespace autotune

@@ -1,0 +1,35 @@
+#pragma once
+// Pieces the subcommands share: loading a spec (or the embedded default) with
+// every error printed, building the workload, and the measure function.
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "tuner/spec.hpp"
+#include "tuner/tune.hpp"
+#include "workloads/workload.hpp"
+
+namespace autotune {
+
+// Loads `path` (or the embedded default when empty); prints every error to
+// stderr and returns nullopt on failure.
+std::optional<Spec> load_spec_or_report(const std::string& path);
+
+// Builds the spec's workload; prints the reason and returns nullptr on failure.
+std::unique_ptr<Workload> make_workload_or_report(const Spec& spec);
+
+// How trials are measured: in a child process per trial, or inline.
+MeasureFn make_measure(const Spec& spec, Workload& workload);
+
+// Overrides from the command line, applied after loading and re-validated.
+struct Overrides {
+  std::string strategy;
+  std::string budget;   // "40" trials, or a duration ("10m")
+  std::optional<std::uint64_t> seed;
+  std::string out;      // tuned.yaml path; the journal goes beside it
+  std::optional<int> parallel;
+};
+// Returns false (after printing why) when an override is invalid.
+bool apply_overrides(Spec& spec, const Overrides& o);
+
+}  // namespace autotune

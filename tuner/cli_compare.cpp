@@ -1,0 +1,85 @@
+// `autotune compare --config space.yaml --strategies bo,anneal,random,heuristic
+//  --repeats 20 --budget 40 --out DIR`: every strategy with many seeds on the
+// spec's workload (replay and synthetic make this cheap); writes trials.csv,
+// summary.csv/.md and the plots.
+#include <iostream>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "search/strategy.hpp"
+#include "tuner/cli.hpp"
+#include "tuner/cli_commands.hpp"
+#include "tuner/cli_common.hpp"
+#include "tuner/compare.hpp"
+
+namespace autotune {
+
+std::function<int()> add_compare_command(CLI::App& app) {
+  struct Args {
+    std::string config, strategies = "bo,anneal,random,heuristic", out = "compare", budgets = "15,30,60";
+    int repeats = 20, budget = 40;
+    std::optional<std::uint64_t> seed;
+  };
+  auto args = std::make_shared<Args>();
+  app.add_option("--config,-c", args->config, "the space.yaml (space, constraints, workload)")->required();
+  app.add_option("--strategies", args->strategies, "comma-separated strategies")->capture_default_str();
+  app.add_option("--repeats", args->repeats, "seeds per strategy")->check(CLI::Range(1, 10000))->capture_default_str();
+  app.add_option("--budget", args->budget, "trials per run")->check(CLI::Range(1, 100000))->capture_default_str();
+  app.add_option("--budgets", args->budgets, "budgets to report, comma-separated")->capture_default_str();
+  app.add_option("--seed", args->seed, "first seed (default: the spec's)");
+  app.add_option("--out,-o", args->out, "folder for the CSV, tables and plots")->capture_default_str();
+  return [args]() -> int {
+    auto spec = load_spec_or_report(args->config);
+    if (!spec) return kExitBadInput;
+    CompareOptions opt;
+    std::stringstream ss(args->strategies);
+    for (std::string s; std::getline(ss, s, ',');) {
+      if (s.empty()) continue;
+      if (!find_strategy(s)) {
+        std::string known;
+        for (const auto& n : strategy_names()) known += (known.empty() ? "" : ", ") + n;
+        std::cerr << "--strategies: expected names from " << known << ", found '" << s << "'\n";
+        return kExitBadInput;
+      }
+      opt.strategies.push_back(s);
+    }
+    if (opt.strategies.empty()) {
+      std::cerr << "--strategies: expected at least one strategy\n";
+      return kExitBadInput;
+    }
+    std::stringstream bs(args->budgets);
+    for (std::string b; std::getline(bs, b, ',');) {
+      try {
+        opt.budgets.push_back(std::stoi(b));
+      } catch (...) {
+        std::cerr << "--budgets: expected integers separated by commas, found '" << b << "'\n";
+        return kExitBadInput;
+      }
+    }
+    opt.repeats = args->repeats;
+    opt.budget = args->budget;
+    opt.seed = args->seed.value_or(spec->search.seed);
+    opt.initial = spec->search.initial;
+    opt.limits = spec->limits;
+    auto workload = make_workload_or_report(*spec);
+    if (!workload) return kExitBadInput;
+    std::cerr << fmt::format("compare: {} strategies x {} seeds x {} trials on the {} workload\n",
+                             opt.strategies.size(), opt.repeats, opt.budget, spec->workload.kind);
+    CompareResult r = run_compare(spec->space, *workload, make_measure(*spec, *workload), opt);
+    std::string warning;
+    std::string table;
+    try {
+      table = write_compare_report(r, opt, args->out, &warning);
+    } catch (const std::exception& e) {
+      std::cerr << "compare: " << e.what() << "\n";
+      return kExitFailure;
+    }
+    std::cout << table;
+    if (!warning.empty()) std::cerr << "compare: " << warning << "\n";
+    std::cerr << "compare: wrote " << args->out << "/{trials.csv, summary.csv, summary.md, best_so_far.png, evals_to_95.png}\n";
+    return kExitOk;
+  };
+}
+
+}  // namespace autotune

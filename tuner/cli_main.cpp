@@ -1,0 +1,40 @@
+#include <iostream>
+
+#include "tuner/cli.hpp"
+#include "tuner/cli_commands.hpp"
+
+namespace autotune {
+
+int cli_main(int argc, char** argv) {
+  CLI::App app{
+      "autotune: finds the fastest training-pipeline configuration that fits in memory.\n"
+      "Measures real candidates of batch_size, num_workers, prefetch_factor, pin_memory,\n"
+      "precision, grad_accum (and any knob you declare) and writes the best as YAML.\n"
+      "With no --config it runs an embedded default on this machine (cuda if a GPU is\n"
+      "present, else the cpu workload).",
+      "autotune"};
+  app.set_version_flag("--version", "autotune 0.1.0");
+  app.require_subcommand(0, 1);
+  auto tune = add_tune_options(app);
+  auto* validate = app.add_subcommand("validate", "check a space.yaml and print the resolved space");
+  auto run_validate = add_validate_command(*validate);
+  auto* sweep = app.add_subcommand("sweep", "measure every valid configuration and write a replay table (CSV)");
+  auto run_sweep = add_sweep_command(*sweep);
+  auto* compare = app.add_subcommand("compare", "run strategies x seeds on one workload; CSV, summary table, plots");
+  auto run_compare_cmd = add_compare_command(*compare);
+  auto* trial = app.add_subcommand("trial", "measure one configuration in this process; prints its outcome as JSON");
+  auto run_trial = add_trial_command(*trial);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int rc = app.exit(e);
+    return rc == 0 ? kExitOk : kExitBadInput;
+  }
+  if (validate->parsed()) return run_validate();
+  if (sweep->parsed()) return run_sweep();
+  if (trial->parsed()) return run_trial();
+  if (compare->parsed()) return run_compare_cmd();
+  return tune();
+}
+
+}  // namespace autotune

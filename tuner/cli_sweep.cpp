@@ -1,0 +1,99 @@
+// `autotune sweep --config space.yaml --out table.csv`: measures every valid
+// configuration (grid order) and records a replay table. Rows are appended
+// and flushed as they are measured to <out>.partial, renamed at the end, so a
+// stopped sweep loses nothing.
+#include <cstdio>
+#include <iostream>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "tuner/cli.hpp"
+#include "tuner/cli_commands.hpp"
+#include "tuner/cli_common.hpp"
+#include "tuner/interrupt.hpp"
+#include "workloads/csv_table.hpp"
+
+namespace autotune {
+
+std::function<int()> add_sweep_command(CLI::App& app) {
+  struct Args {
+    std::string config, out;
+    int repeats = 1;
+    std::size_t limit = 0;
+  };
+  auto args = std::make_shared<Args>();
+  app.add_option("--config,-c", args->config, "the space.yaml whose space and workload to sweep")->required();
+  app.add_option("--out,-o", args->out, "the CSV to write")->required();
+  app.add_option("--repeats", args->repeats, "measurements per configuration (rows per configuration)")
+      ->check(CLI::Range(1, 100));
+  app.add_option("--limit", args->limit, "stop after this many configurations (0: all)");
+  return [args]() -> int {
+    auto spec = load_spec_or_report(args->config);
+    if (!spec) return kExitBadInput;
+    auto all = spec->space.enumerate();
+    if (!all) {
+      std::cerr << "sweep: the space is too large to enumerate; narrow it\n";
+      return kExitBadInput;
+    }
+    auto workload = make_workload_or_report(*spec);
+    if (!workload) return kExitBadInput;
+    const MeasureFn measure = make_measure(*spec, *workload);
+    install_interrupt_handler();
+
+    const std::string partial = args->out + ".partial";
+    std::FILE* f = std::fopen(partial.c_str(), "w");
+    if (!f) {
+      std::cerr << "sweep: cannot write " << partial << "\n";
+      return kExitFailure;
+    }
+    const std::size_t n = args->limit > 0 ? std::min(args->limit, all->size()) : all->size();
+    // Metrics columns are fixed by the first measurement that reports them;
+    // the set is written as the header before any row.
+    std::vector<std::string> header;
+    for (const auto& p : spec->space.params()) header.push_back(p.name);
+    const std::vector<std::string> metric_cols = {"throughput_rsd", "gpu_busy", "compute_busy",
+                                                  "vram_bytes",     "ram_bytes", "seconds"};
+    header.push_back("status");
+    header.push_back("throughput");
+    for (const auto& m : metric_cols) header.push_back(m);
+    write_csv_row(f, header);
+    std::fflush(f);
+
+    int trial = 0;
+    for (std::size_t i = 0; i < n && !interrupted(); ++i) {
+      const Assignment a = spec->space.to_assignment((*all)[i]);
+      for (int r = 0; r < args->repeats && !interrupted(); ++r) {
+        TrialContext ctx;
+        ctx.trial = ++trial;
+        ctx.seed = spec->search.seed * 1000003ULL + static_cast<std::uint64_t>(trial);
+        ctx.timeout_s = spec->workload.timeout_s;
+        ctx.limits = spec->limits;
+        Outcome o = measure(a, ctx);
+        std::vector<std::string> row;
+        for (const auto& [name, v] : a.items()) row.push_back(to_string(v));
+        row.push_back(std::string(to_string(o.status)));
+        row.push_back(o.ok() ? fmt::format("{:.6g}", o.throughput) : "");
+        for (const auto& m : metric_cols) {
+          auto v = m == "seconds" ? std::optional<double>(o.seconds) : o.metric(m);
+          row.push_back(v ? fmt::format("{:.6g}", *v) : "");
+        }
+        write_csv_row(f, row);
+        std::fflush(f);
+        std::cerr << fmt::format("sweep {}/{}  {}  {}\n", i + 1, n, a.describe(),
+                                 o.ok() ? fmt::format("{:.1f} samples/s", o.throughput)
+                                        : std::string(to_string(o.status)));
+      }
+    }
+    std::fclose(f);
+    if (interrupted()) {
+      std::cerr << "sweep: interrupted; the rows measured so far are in " << partial << "\n";
+      return kExitInterrupted;
+    }
+    std::filesystem::rename(partial, args->out);
+    std::cerr << "sweep: wrote " << args->out << "\n";
+    return kExitOk;
+  };
+}
+
+}  // namespace autotune

@@ -1,0 +1,63 @@
+// `autotune trial --config space.yaml --values '{"batch_size": 64, ...}'`:
+// measures one configuration in this process and prints its Outcome as one
+// JSON line. It is what a remote step runs for the built-in workloads (the
+// Slurm executor), and a quick way to measure one point by hand.
+#include <iostream>
+
+#include <nlohmann/json.hpp>
+
+#include "tuner/cli.hpp"
+#include "tuner/cli_commands.hpp"
+#include "tuner/cli_common.hpp"
+#include "tuner/journal.hpp"
+
+namespace autotune {
+
+std::function<int()> add_trial_command(CLI::App& app) {
+  struct Args {
+    std::string config, values;
+    int trial = 1;
+    std::uint64_t seed = 0;
+  };
+  auto args = std::make_shared<Args>();
+  app.add_option("--config,-c", args->config, "the space.yaml (workload and space)")->required();
+  app.add_option("--values", args->values, "the configuration, as a JSON object")->required();
+  app.add_option("--trial", args->trial, "trial number (for logs and seeds)");
+  app.add_option("--seed", args->seed, "the trial's seed");
+  return [args]() -> int {
+    auto spec = load_spec_or_report(args->config);
+    if (!spec) return kExitBadInput;
+    Assignment named;
+    try {
+      named = assignment_from_json(nlohmann::json::parse(args->values));
+    } catch (const std::exception& e) {
+      std::cerr << "--values: expected a JSON object of parameter values: " << e.what() << "\n";
+      return kExitBadInput;
+    }
+    auto config = spec->space.from_assignment(named);
+    if (!config) {
+      std::cerr << "--values: not a configuration of this space (every parameter, values from its domain)\n";
+      return kExitBadInput;
+    }
+    auto workload = make_workload_or_report(*spec);
+    if (!workload) return kExitBadInput;
+    TrialContext ctx;
+    ctx.trial = args->trial;
+    ctx.seed = args->seed;
+    ctx.timeout_s = spec->workload.timeout_s;
+    ctx.limits = spec->limits;
+    Outcome o;
+    try {
+      o = workload->measure(spec->space.to_assignment(*config), ctx);
+    } catch (const std::exception& e) {
+      o = Outcome::failure(Status::error, std::string("workload threw: ") + e.what());
+    }
+    nlohmann::json j = to_json(o);
+    if (o.ok()) j["throughput"] = o.throughput;
+    for (const auto& [k, v] : o.metrics) j[k] = v;  // flat, as the command contract reads it
+    std::cout << j.dump() << std::endl;
+    return kExitOk;
+  };
+}
+
+}  // namespace autotune

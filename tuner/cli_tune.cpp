@@ -1,0 +1,118 @@
+// The main job: `autotune [--config space.yaml] [overrides]`. Runs the search,
+// journals every trial, writes tuned.yaml (also on Ctrl-C, with the best so far).
+#include <unistd.h>
+
+#include <iostream>
+
+#include <fmt/format.h>
+
+#include "tuner/cli.hpp"
+#include "tuner/cli_commands.hpp"
+#include "tuner/cli_common.hpp"
+#include "tuner/emitter.hpp"
+#include "tuner/interrupt.hpp"
+#include "tuner/slots.hpp"
+
+namespace autotune {
+namespace {
+
+struct TuneArgs {
+  std::string config;
+  Overrides overrides;
+  bool resume = false;
+  bool quiet = false;
+};
+
+void print_summary(const Spec& spec, const TuneResult& r) {
+  std::cout << "\n";
+  if (r.best && r.best_outcome) {
+    std::cout << "best:   " << spec.space.to_assignment(*r.best).describe() << "\n";
+    std::cout << fmt::format("        {:.1f} samples/s", r.best_outcome->throughput);
+    if (auto busy = r.best_outcome->metric("gpu_busy")) std::cout << fmt::format(", busy {:.0f}%", *busy * 100);
+    std::cout << "\n";
+    if (r.baseline && r.baseline->outcome.ok())
+      std::cout << fmt::format("        {:.2f}x the baseline ({:.1f} samples/s: {})\n",
+                               r.best_outcome->throughput / r.baseline->outcome.throughput,
+                               r.baseline->outcome.throughput,
+                               spec.space.to_assignment(r.baseline->config).describe());
+  } else {
+    std::cout << "no configuration ran successfully\n";
+  }
+  std::map<Status, int> counts;
+  for (const auto& t : r.trials) ++counts[t.outcome.status];
+  std::string tally;
+  for (Status s : kAllStatuses)
+    if (counts[s]) tally += fmt::format("{}{} {}", tally.empty() ? "" : ", ", counts[s], to_string(s));
+  std::cout << fmt::format("trials: {} ({}) in {:.1f}s, stopped by {}\n", r.trials.size(), tally, r.elapsed_s,
+                           r.stopped_by);
+  std::cout << "wrote:  " << spec.output.tuned.string() << " and " << spec.output.journal.string() << "\n";
+}
+
+}  // namespace
+
+std::function<int()> add_tune_options(CLI::App& app) {
+  auto args = std::make_shared<TuneArgs>();
+  app.add_option("--config,-c", args->config, "the space.yaml to tune (default: the embedded default)");
+  app.add_option("--strategy", args->overrides.strategy, "override search.strategy (bo, anneal, random, grid, heuristic)");
+  app.add_option("--budget", args->overrides.budget, "override the budget: trials (40) or time (10m)");
+  app.add_option("--seed", args->overrides.seed, "override search.seed");
+  app.add_option("--out,-o", args->overrides.out, "where to write tuned.yaml (the journal goes beside it)");
+  app.add_option("--parallel", args->overrides.parallel, "trials in flight at once (search.parallel)");
+  app.add_flag("--resume", args->resume, "continue from the journal without re-running finished trials");
+  app.add_flag("--quiet,-q", args->quiet, "no progress output");
+  return [args]() -> int {
+    auto spec = load_spec_or_report(args->config);
+    if (!spec || !apply_overrides(*spec, args->overrides)) return kExitBadInput;
+    auto workload = make_workload_or_report(*spec);
+    if (!workload) return kExitBadInput;
+
+    install_interrupt_handler();
+    TuneOptions opt;
+    opt.resume = args->resume;
+    opt.progress = args->quiet ? nullptr : &std::cerr;
+    opt.live = !args->quiet && ::isatty(STDERR_FILENO);
+    if (!args->quiet)
+      std::cerr << fmt::format("autotune: {} on the {} workload, {} valid of {:.0f} configurations\n",
+                               spec->search.strategy, spec->workload.kind,
+                               [&] {
+                                 auto all = spec->space.enumerate();
+                                 return all ? std::to_string(all->size()) : std::string("many");
+                               }(),
+                               spec->space.cardinality());
+    if (spec->search.parallel > 1 || !spec->executor.gpus.empty()) {
+      std::vector<std::string> gpus = spec->executor.gpus;
+      if (gpus.size() == 1 && gpus[0] == "auto") gpus = detect_gpus();
+      try {
+        auto plan = std::make_shared<SlotPlan>(
+            plan_slots(spec->search.parallel, gpus, allowed_cpus(), spec->executor.pin_cpus));
+        if (!args->quiet) std::cerr << "autotune: " << plan->summary << "\n";
+        opt.prepare_slot = [plan](int slot, TrialContext& ctx) {
+          const Slot& s = plan->slots[static_cast<std::size_t>(slot)];
+          ctx.env.insert(s.env.begin(), s.env.end());
+          ctx.cpus = s.cpus;
+        };
+      } catch (const std::invalid_argument& e) {
+        std::cerr << "executor.gpus: " << e.what() << "\n";
+        return kExitBadInput;
+      }
+    }
+    TuneResult result;
+    try {
+      result = run_tuning(*spec, make_measure(*spec, *workload), opt);
+    } catch (const TuneError& e) {
+      std::cerr << "autotune: " << e.what() << "\n";
+      return kExitBadInput;
+    }
+    try {
+      write_tuned_yaml(*spec, result, spec->output.tuned);
+    } catch (const std::exception& e) {
+      std::cerr << "autotune: " << e.what() << "\n";
+      return kExitFailure;
+    }
+    if (!args->quiet) print_summary(*spec, result);
+    if (result.stopped_by == "interrupted") return kExitInterrupted;
+    return result.best_outcome ? kExitOk : kExitFailure;
+  };
+}
+
+}  // namespace autotune

@@ -1,0 +1,315 @@
+#include "tuner/compare.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <numeric>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "search/strategy.hpp"
+#include "workloads/csv_table.hpp"
+
+namespace autotune {
+namespace {
+
+double quantile(std::vector<double> v, double q) {
+  if (v.empty()) return std::nan("");
+  std::sort(v.begin(), v.end());
+  const double pos = q * static_cast<double>(v.size() - 1);
+  const auto lo = static_cast<std::size_t>(std::floor(pos));
+  const auto hi = std::min(lo + 1, v.size() - 1);
+  return v[lo] + (pos - static_cast<double>(lo)) * (v[hi] - v[lo]);
+}
+
+// Position of a configuration in the unconstrained product: a stable id for
+// per-configuration noise seeds, the same whichever strategy asks.
+std::uint64_t config_id(const SearchSpace& space, const Config& c) {
+  std::uint64_t id = 0;
+  for (std::size_t d = 0; d < c.size(); ++d)
+    id = id * space.param(d).values.size() + static_cast<std::uint64_t>(c[d]);
+  return id;
+}
+
+constexpr double kTargets[3] = {0.90, 0.95, 0.99};
+
+}  // namespace
+
+double mann_whitney_p_greater(const std::vector<double>& a, const std::vector<double>& b) {
+  if (a.empty() || b.empty()) return 1.0;
+  std::vector<std::pair<double, int>> all;
+  for (double x : a) all.emplace_back(x, 0);
+  for (double x : b) all.emplace_back(x, 1);
+  std::sort(all.begin(), all.end());
+  std::vector<double> rank(all.size());
+  double tie_term = 0;
+  for (std::size_t i = 0; i < all.size();) {
+    std::size_t j = i;
+    while (j + 1 < all.size() && all[j + 1].first == all[i].first) ++j;
+    const double r = (static_cast<double>(i) + static_cast<double>(j)) / 2.0 + 1.0;
+    for (std::size_t k = i; k <= j; ++k) rank[k] = r;
+    const double t = static_cast<double>(j - i + 1);
+    tie_term += t * t * t - t;
+    i = j + 1;
+  }
+  const double n1 = static_cast<double>(a.size()), n2 = static_cast<double>(b.size()), n = n1 + n2;
+  double r1 = 0;
+  for (std::size_t i = 0; i < all.size(); ++i)
+    if (all[i].second == 0) r1 += rank[i];
+  const double u = r1 - n1 * (n1 + 1) / 2.0;
+  const double mean = n1 * n2 / 2.0;
+  const double var = n1 * n2 / 12.0 * ((n + 1) - tie_term / (n * (n - 1)));
+  if (var <= 0) return u > mean ? 0.0 : 1.0;
+  const double z = (u - mean - 0.5) / std::sqrt(var);  // continuity correction
+  return 0.5 * std::erfc(z / std::sqrt(2.0));
+}
+
+CompareResult run_compare(const SearchSpace& space, Workload& workload, const MeasureFn& measure,
+                          const CompareOptions& options, const std::function<void(const std::string&)>& progress) {
+  CompareResult result;
+  // The exact optimum when the workload knows its noise-free answers.
+  std::map<Config, double> truth;
+  if (auto all = space.enumerate(); all && !all->empty() && workload.expected(space.to_assignment(all->front()))) {
+    result.exact_optimum = true;
+    for (const auto& c : *all) {
+      auto o = workload.expected(space.to_assignment(c));
+      const double v = o && o->ok() ? apply_limits(*o, options.limits).ok() ? o->throughput : 0.0 : 0.0;
+      truth[c] = v;
+      result.optimum = std::max(result.optimum, v);
+    }
+  }
+
+  for (const auto& name : options.strategies) {
+    for (int rep = 0; rep < options.repeats; ++rep) {
+      StrategyContext ctx;
+      ctx.space = &space;
+      ctx.seed = options.seed + static_cast<std::uint64_t>(rep);
+      ctx.budget = options.budget;
+      ctx.initial = options.initial;
+      ctx.vram_limit_bytes = options.limits.vram_bytes;
+      ctx.ram_limit_bytes = options.limits.ram_bytes;
+      auto strategy = make_strategy(name, ctx);
+      std::map<Config, double> measured;  // this run's measurements (truth when none is known)
+      CompareTrial last;
+      for (int t = 1; t <= options.budget; ++t) {
+        const auto t0 = std::chrono::steady_clock::now();
+        auto c = strategy->ask();
+        const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+        CompareTrial row;
+        row.strategy = name;
+        row.repeat = rep;
+        row.trial = t;
+        if (!c) {  // exhausted: the recommendation stands for the rest of the budget
+          row = last;
+          row.trial = t;
+          row.status = Status::ok;
+          row.measured = 0;
+          row.proposal_ms = 0;
+          result.trials.push_back(row);
+          continue;
+        }
+        TrialContext tctx;
+        tctx.trial = t;
+        tctx.seed = (options.seed + static_cast<std::uint64_t>(rep)) * 1000003ULL + config_id(space, *c);
+        tctx.limits = options.limits;
+        Outcome o = apply_limits(measure(space.to_assignment(*c), tctx), options.limits);
+        strategy->tell(*c, o);
+        if (o.ok()) measured[*c] = o.throughput;
+        row.status = o.status;
+        row.measured = o.ok() ? o.throughput : 0.0;
+        row.proposal_ms = ms;
+        if (auto rec = strategy->recommend()) {
+          auto it = truth.find(*rec);
+          row.recommended_true = it != truth.end() ? it->second : measured[*rec];
+        }
+        result.trials.push_back(row);
+        last = row;
+      }
+      if (progress) progress(fmt::format("{} seed {} done", name, ctx.seed));
+    }
+  }
+  if (!result.exact_optimum)
+    for (const auto& t : result.trials) result.optimum = std::max(result.optimum, t.measured);
+  for (auto& t : result.trials) t.fraction = result.optimum > 0 ? t.recommended_true / result.optimum : 0.0;
+
+  // Summaries.
+  std::vector<int> budgets;
+  for (int b : options.budgets)
+    if (b <= options.budget) budgets.push_back(b);
+  if (std::find(budgets.begin(), budgets.end(), options.budget) == budgets.end()) budgets.push_back(options.budget);
+  std::map<std::string, std::vector<double>> final_fraction;
+  for (const auto& name : options.strategies) {
+    StrategySummary s;
+    s.strategy = name;
+    s.budgets = budgets;
+    std::vector<std::vector<double>> at(budgets.size());
+    std::vector<double> evals[3], failed, proposal;
+    for (int rep = 0; rep < options.repeats; ++rep) {
+      std::vector<const CompareTrial*> run;
+      for (const auto& t : result.trials)
+        if (t.strategy == name && t.repeat == rep) run.push_back(&t);
+      int fails = 0;
+      for (const auto* t : run) {
+        fails += t->status != Status::ok;
+        if (t->proposal_ms > 0) proposal.push_back(t->proposal_ms);
+      }
+      failed.push_back(fails);
+      for (std::size_t b = 0; b < budgets.size(); ++b)
+        at[b].push_back(run.empty() ? 0.0 : run[static_cast<std::size_t>(std::min<int>(budgets[b], static_cast<int>(run.size())) - 1)]->fraction);
+      for (int k = 0; k < 3; ++k) {
+        double first = std::numeric_limits<double>::infinity();
+        for (const auto* t : run)
+          if (t->fraction >= kTargets[k] - 1e-12) {
+            first = t->trial;
+            break;
+          }
+        evals[k].push_back(first);
+        s.reached[k] += std::isfinite(first);
+      }
+      final_fraction[name].push_back(at.back().back());
+    }
+    for (const auto& v : at) {
+      s.median_fraction.push_back(quantile(v, 0.5));
+      s.p10_fraction.push_back(quantile(v, 0.1));
+    }
+    for (int k = 0; k < 3; ++k) {
+      const double med = quantile(evals[k], 0.5);
+      s.evals_to[k] = std::isfinite(med) ? med : -1;
+    }
+    s.mean_failed = std::accumulate(failed.begin(), failed.end(), 0.0) / std::max<std::size_t>(1, failed.size());
+    s.median_proposal_ms = proposal.empty() ? 0 : quantile(proposal, 0.5);
+    result.summary.push_back(std::move(s));
+  }
+  if (final_fraction.count("random"))
+    for (auto& s : result.summary)
+      s.p_vs_random = s.strategy == "random" ? 1.0 : mann_whitney_p_greater(final_fraction[s.strategy], final_fraction["random"]);
+  return result;
+}
+
+std::string write_compare_report(const CompareResult& r, const CompareOptions& options,
+                                 const std::filesystem::path& dir, std::string* plot_warning) {
+  std::filesystem::create_directories(dir);
+  {
+    std::FILE* f = std::fopen((dir / "trials.csv").c_str(), "w");
+    if (!f) throw std::runtime_error((dir / "trials.csv").string() + ": cannot write");
+    write_csv_row(f, {"strategy", "seed", "trial", "status", "measured", "recommended_true", "fraction_of_optimum",
+                      "proposal_ms"});
+    for (const auto& t : r.trials)
+      write_csv_row(f, {t.strategy, std::to_string(options.seed + static_cast<std::uint64_t>(t.repeat)),
+                        std::to_string(t.trial), std::string(to_string(t.status)), fmt::format("{:.6g}", t.measured),
+                        fmt::format("{:.6g}", t.recommended_true), fmt::format("{:.6f}", t.fraction),
+                        fmt::format("{:.4f}", t.proposal_ms)});
+    std::fclose(f);
+  }
+
+  // Summary: Markdown for people, CSV for scripts.
+  std::string md = fmt::format("optimum: {:.6g} samples/s ({}); {} seeds per strategy, budget {}\n\n",
+                               r.optimum, r.exact_optimum ? "exact, enumerated" : "best measured in this comparison",
+                               options.repeats, options.budget);
+  std::string header = "| strategy |";
+  std::string rule = "|---|";
+  const auto& budgets = r.summary.empty() ? std::vector<int>{} : r.summary.front().budgets;
+  for (int b : budgets) {
+    header += fmt::format(" @{} median | @{} p10 |", b, b);
+    rule += "---|---|";
+  }
+  header += " evals to 90% | 95% | 99% | failed/run | ms/proposal | p vs random |\n";
+  rule += "---|---|---|---|---|---|\n";
+  md += header + rule;
+  std::FILE* sf = std::fopen((dir / "summary.csv").c_str(), "w");
+  std::vector<std::string> scols = {"strategy"};
+  for (int b : budgets) {
+    scols.push_back(fmt::format("median_fraction_at_{}", b));
+    scols.push_back(fmt::format("p10_fraction_at_{}", b));
+  }
+  for (const char* c : {"evals_to_90", "evals_to_95", "evals_to_99", "failed_per_run", "ms_per_proposal", "p_vs_random"})
+    scols.emplace_back(c);
+  if (sf) write_csv_row(sf, scols);
+  for (const auto& s : r.summary) {
+    std::string line = "| " + s.strategy + " |";
+    std::vector<std::string> row = {s.strategy};
+    for (std::size_t b = 0; b < s.budgets.size(); ++b) {
+      line += fmt::format(" {:.3f} | {:.3f} |", s.median_fraction[b], s.p10_fraction[b]);
+      row.push_back(fmt::format("{:.4f}", s.median_fraction[b]));
+      row.push_back(fmt::format("{:.4f}", s.p10_fraction[b]));
+    }
+    for (int k = 0; k < 3; ++k) {
+      line += s.evals_to[k] < 0 ? fmt::format(" >{} ({}/{}) |", options.budget, s.reached[k], options.repeats)
+                                : fmt::format(" {:.0f} |", s.evals_to[k]);
+      row.push_back(s.evals_to[k] < 0 ? "" : fmt::format("{:.1f}", s.evals_to[k]));
+    }
+    line += fmt::format(" {:.1f} | {:.2f} | {} |\n", s.mean_failed, s.median_proposal_ms,
+                        s.strategy == "random" ? std::string("-") : fmt::format("{:.3g}", s.p_vs_random));
+    row.push_back(fmt::format("{:.2f}", s.mean_failed));
+    row.push_back(fmt::format("{:.3f}", s.median_proposal_ms));
+    row.push_back(fmt::format("{:.4g}", s.p_vs_random));
+    md += line;
+    if (sf) write_csv_row(sf, row);
+  }
+  if (sf) std::fclose(sf);
+  md += "\nfraction: true throughput of the strategy's recommended configuration / the optimum.\n"
+        "evals to X%: median trials until the recommendation reaches X% of the optimum\n"
+        "(>budget when fewer than half the seeds get there; reached/seeds in brackets).\n"
+        "p vs random: one-sided Mann-Whitney U on the fraction at the full budget.\n";
+  std::ofstream(dir / "summary.md") << md;
+
+  // Plot data: per strategy, median and quartiles of the fraction per trial;
+  // evaluations to 95% per seed (budget + 1 when never reached).
+  std::string bsf_plot, box_plot, xtics;
+  int idx = 0;
+  for (const auto& s : r.summary) {
+    ++idx;
+    const std::string stem = "plot_" + s.strategy;
+    std::ofstream d(dir / (stem + "_best_so_far.dat"));
+    d << "# trial median q25 q75\n";
+    for (int t = 1; t <= options.budget; ++t) {
+      std::vector<double> v;
+      for (const auto& x : r.trials)
+        if (x.strategy == s.strategy && x.trial == t) v.push_back(x.fraction);
+      d << fmt::format("{} {:.5f} {:.5f} {:.5f}\n", t, quantile(v, 0.5), quantile(v, 0.25), quantile(v, 0.75));
+    }
+    std::ofstream e(dir / (stem + "_evals95.dat"));
+    for (int rep = 0; rep < options.repeats; ++rep) {
+      int first = options.budget + 1;
+      for (const auto& x : r.trials)
+        if (x.strategy == s.strategy && x.repeat == rep && x.fraction >= 0.95 - 1e-12) {
+          first = x.trial;
+          break;
+        }
+      e << first << "\n";
+    }
+    const std::string sep = bsf_plot.empty() ? "" : ", \\\n     ";
+    bsf_plot += fmt::format(
+        "{}'{}_best_so_far.dat' using 1:3:4 with filledcurves fs transparent solid 0.18 lc {} notitle, \\\n"
+        "     '{}_best_so_far.dat' using 1:2 with lines lw 2.5 lc {} title '{}'",
+        sep, stem, idx, stem, idx, s.strategy);
+    box_plot += fmt::format("{}'{}_evals95.dat' using ({}):1 with boxplot lc {} notitle", sep, stem, idx, idx);
+    xtics += fmt::format("{}'{}' {}", xtics.empty() ? "" : ", ", s.strategy, idx);
+  }
+  std::ofstream gp(dir / "plots.gp");
+  gp << "# Rendered by `autotune compare`; re-run with: gnuplot plots.gp\n"
+     << "set terminal pngcairo size 1000,620 enhanced font 'Sans,11'\n"
+     << "set output 'best_so_far.png'\n"
+     << "set title 'Quality of the recommended configuration (median, quartile band)'\n"
+     << "set xlabel 'trials'\nset ylabel 'fraction of the optimum'\n"
+     << "set key bottom right\nset grid\nset yrange [*:1.02]\n"
+     << fmt::format("set xrange [1:{}]\n", options.budget) << "plot " << bsf_plot << "\n\n"
+     << "reset\nset output 'evals_to_95.png'\n"
+     << "set title 'Trials until the recommendation reaches 95% of the optimum'\n"
+     << fmt::format("set ylabel 'trials ({} = never)'\n", options.budget + 1)
+     << "set style fill solid 0.3\nset style boxplot outliers pointtype 7\nset boxwidth 0.5\nset grid y\n"
+     << fmt::format("set xtics ({})\nset xrange [0.3:{}.7]\nset yrange [0:{}]\n", xtics, idx, options.budget + 3)
+     << "plot " << box_plot << "\n";
+  gp.close();
+  const std::string cmd = "cd '" + dir.string() + "' && gnuplot plots.gp 2>gnuplot.log";
+  if (std::system(cmd.c_str()) != 0 && plot_warning)
+    *plot_warning = "gnuplot failed or is not installed (see " + (dir / "gnuplot.log").string() +
+                    "); the data and plots.gp are written";
+  return md;
+}
+
+}  // namespace autotune

@@ -1,0 +1,73 @@
+#pragma once
+// Comparing strategies: every strategy with many seeds on one workload, the
+// quality of each one's recommendation after every trial, summarised and
+// plotted. The optimum is exact when the workload knows its noise-free
+// answer and the space can be listed (synthetic, replay); otherwise it is the
+// best measured in the whole comparison.
+#include <filesystem>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "search/space.hpp"
+#include "tuner/tune.hpp"
+#include "workloads/workload.hpp"
+
+namespace autotune {
+
+struct CompareOptions {
+  std::vector<std::string> strategies;
+  int repeats = 20;
+  int budget = 40;
+  std::vector<int> budgets;       // report points; those > budget are dropped
+  std::uint64_t seed = 0;         // seeds are seed, seed+1, ... per repeat
+  std::vector<Config> initial;    // the spec's initial configurations
+  Limits limits;
+};
+
+struct CompareTrial {
+  std::string strategy;
+  int repeat = 0;
+  int trial = 0;                  // 1-based
+  Status status = Status::error;
+  double measured = 0;            // measured throughput (0 when failed)
+  double recommended_true = 0;    // true throughput of the strategy's recommendation now
+  double fraction = 0;            // recommended_true / optimum
+  double proposal_ms = 0;         // time in ask()
+};
+
+struct StrategySummary {
+  std::string strategy;
+  std::vector<int> budgets;
+  std::vector<double> median_fraction, p10_fraction;  // per budget
+  // Median evaluations to reach 90/95/99% of the optimum; -1 when fewer than
+  // half the repeats reach it. `reached` counts the repeats that did.
+  double evals_to[3] = {-1, -1, -1};
+  int reached[3] = {0, 0, 0};
+  double mean_failed = 0;         // failed trials spent per run
+  double median_proposal_ms = 0;
+  double p_vs_random = 1.0;       // one-sided Mann-Whitney U: better than random at the full budget
+};
+
+struct CompareResult {
+  double optimum = 0;
+  bool exact_optimum = false;
+  std::vector<CompareTrial> trials;
+  std::vector<StrategySummary> summary;
+};
+
+CompareResult run_compare(const SearchSpace& space, Workload& workload, const MeasureFn& measure,
+                          const CompareOptions& options,
+                          const std::function<void(const std::string&)>& progress = {});
+
+// One-sided Mann-Whitney U test (normal approximation with tie correction):
+// the p-value for "a tends to be larger than b".
+double mann_whitney_p_greater(const std::vector<double>& a, const std::vector<double>& b);
+
+// Writes trials.csv, summary.csv, summary.md, the gnuplot scripts and data, and
+// renders best_so_far.png and evals_to_95.png when gnuplot is installed.
+// Returns the summary table (Markdown) for printing.
+std::string write_compare_report(const CompareResult& r, const CompareOptions& options,
+                                 const std::filesystem::path& dir, std::string* plot_warning);
+
+}  // namespace autotune

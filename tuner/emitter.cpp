@@ -1,0 +1,189 @@
+#include "tuner/emitter.hpp"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cmath>
+#include <cstring>
+#include <map>
+#include <stdexcept>
+
+#include <yaml-cpp/yaml.h>
+
+namespace autotune {
+namespace {
+
+void emit_value(YAML::Emitter& e, const Value& v) {
+  if (is_int(v)) e << std::get<std::int64_t>(v);
+  else if (is_bool(v)) e << std::get<bool>(v);
+  else e << std::get<std::string>(v);
+}
+
+void emit_assignment(YAML::Emitter& e, const Assignment& a) {
+  e << YAML::Flow << YAML::BeginMap;
+  for (const auto& [name, v] : a.items()) {
+    e << YAML::Key << name << YAML::Value;
+    emit_value(e, v);
+  }
+  e << YAML::EndMap;
+}
+
+double round_sig(double x, int digits) {
+  if (x == 0 || !std::isfinite(x)) return x;
+  const double scale = std::pow(10.0, digits - 1 - static_cast<int>(std::floor(std::log10(std::fabs(x)))));
+  return std::round(x * scale) / scale;
+}
+
+void emit_metrics(YAML::Emitter& e, const Outcome& o) {
+  e << YAML::BeginMap;
+  e << YAML::Key << "throughput" << YAML::Value << round_sig(o.throughput, 6);
+  for (const auto& [k, v] : o.metrics) {
+    if (!std::isfinite(v)) continue;
+    e << YAML::Key << k << YAML::Value;
+    if (k.ends_with("_bytes")) e << static_cast<std::int64_t>(std::llround(v));
+    else e << round_sig(v, 4);
+  }
+  e << YAML::EndMap;
+}
+
+// The same configuration in other tools' own keys. Only declared knobs appear.
+void emit_exports(YAML::Emitter& e, const Assignment& best) {
+  const Value* bs = best.find("batch_size");
+  const Value* workers = best.find("num_workers");
+  const Value* prefetch = best.find("prefetch_factor");
+  const Value* pin = best.find("pin_memory");
+  const Value* precision = best.find("precision");
+  const Value* accum = best.find("grad_accum");
+  const std::string prec = precision ? to_string(*precision) : "";
+  // PyTorch refuses prefetch_factor when num_workers is 0.
+  const bool has_workers = workers && to_number(*workers) > 0;
+
+  e << YAML::Key << "exports" << YAML::Value << YAML::BeginMap;
+
+  e << YAML::Key << "torch_dataloader" << YAML::Value << YAML::Flow << YAML::BeginMap;
+  if (bs) e << YAML::Key << "batch_size" << YAML::Value, emit_value(e, *bs);
+  if (workers) e << YAML::Key << "num_workers" << YAML::Value, emit_value(e, *workers);
+  if (prefetch && has_workers) e << YAML::Key << "prefetch_factor" << YAML::Value, emit_value(e, *prefetch);
+  if (has_workers) e << YAML::Key << "persistent_workers" << YAML::Value << true;
+  if (pin) e << YAML::Key << "pin_memory" << YAML::Value, emit_value(e, *pin);
+  e << YAML::EndMap;
+
+  e << YAML::Key << "hf_training_arguments" << YAML::Value << YAML::Flow << YAML::BeginMap;
+  if (bs) e << YAML::Key << "per_device_train_batch_size" << YAML::Value, emit_value(e, *bs);
+  if (accum) e << YAML::Key << "gradient_accumulation_steps" << YAML::Value, emit_value(e, *accum);
+  if (workers) e << YAML::Key << "dataloader_num_workers" << YAML::Value, emit_value(e, *workers);
+  if (prefetch && has_workers) e << YAML::Key << "dataloader_prefetch_factor" << YAML::Value, emit_value(e, *prefetch);
+  if (pin) e << YAML::Key << "dataloader_pin_memory" << YAML::Value, emit_value(e, *pin);
+  if (prec == "bf16") e << YAML::Key << "bf16" << YAML::Value << true;
+  if (prec == "fp16") e << YAML::Key << "fp16" << YAML::Value << true;
+  if (prec == "tf32") e << YAML::Key << "tf32" << YAML::Value << true;
+  e << YAML::EndMap;
+
+  e << YAML::Key << "lightning_trainer" << YAML::Value << YAML::Flow << YAML::BeginMap;
+  if (precision) {
+    const char* lp = prec == "bf16" ? "bf16-mixed" : prec == "fp16" ? "16-mixed" : "32-true";
+    e << YAML::Key << "precision" << YAML::Value << lp;
+  }
+  if (accum) e << YAML::Key << "accumulate_grad_batches" << YAML::Value, emit_value(e, *accum);
+  e << YAML::EndMap;
+
+  e << YAML::Key << "deepspeed" << YAML::Value << YAML::Flow << YAML::BeginMap;
+  if (bs) e << YAML::Key << "train_micro_batch_size_per_gpu" << YAML::Value, emit_value(e, *bs);
+  if (accum) e << YAML::Key << "gradient_accumulation_steps" << YAML::Value, emit_value(e, *accum);
+  if (prec == "bf16")
+    e << YAML::Key << "bf16" << YAML::Value << YAML::BeginMap << YAML::Key << "enabled" << YAML::Value << true
+      << YAML::EndMap;
+  if (prec == "fp16")
+    e << YAML::Key << "fp16" << YAML::Value << YAML::BeginMap << YAML::Key << "enabled" << YAML::Value << true
+      << YAML::Key << "loss_scale" << YAML::Value << 0 << YAML::EndMap;
+  e << YAML::EndMap;
+
+  if (prec == "tf32") {
+    e << YAML::Key << "notes" << YAML::Value << YAML::BeginSeq
+      << "tf32: call torch.backends.cuda.matmul.allow_tf32 = True (Lightning: "
+         "torch.set_float32_matmul_precision('high'))"
+      << YAML::EndSeq;
+  }
+  e << YAML::EndMap;
+}
+
+}  // namespace
+
+std::string render_tuned_yaml(const Spec& spec, const TuneResult& r) {
+  std::map<Status, int> counts;
+  for (const auto& t : r.trials) ++counts[t.outcome.status];
+
+  YAML::Emitter e;
+  e.SetDoublePrecision(7);
+  e << YAML::Comment("autotune: the fastest feasible configuration measured");
+  e << YAML::BeginMap;
+  std::optional<Assignment> best;
+  if (r.best && r.best_outcome) {
+    best = spec.space.to_assignment(*r.best);
+    e << YAML::Key << "best" << YAML::Value;
+    emit_assignment(e, *best);
+    e << YAML::Key << "metrics" << YAML::Value << YAML::Flow;
+    emit_metrics(e, *r.best_outcome);
+  } else {
+    e << YAML::Key << "best" << YAML::Value << YAML::Null;
+    e << YAML::Key << "metrics" << YAML::Value << YAML::Null;
+  }
+  if (r.baseline) {
+    e << YAML::Key << "baseline" << YAML::Value << YAML::BeginMap;
+    e << YAML::Key << "config" << YAML::Value;
+    emit_assignment(e, spec.space.to_assignment(r.baseline->config));
+    e << YAML::Key << "status" << YAML::Value << std::string(to_string(r.baseline->outcome.status));
+    if (r.baseline->outcome.ok()) {
+      e << YAML::Key << "throughput" << YAML::Value << round_sig(r.baseline->outcome.throughput, 6);
+      if (r.best_outcome)
+        e << YAML::Key << "speedup" << YAML::Value
+          << round_sig(r.best_outcome->throughput / r.baseline->outcome.throughput, 4);
+    }
+    e << YAML::EndMap;
+  }
+  e << YAML::Key << "search" << YAML::Value << YAML::BeginMap;
+  e << YAML::Key << "strategy" << YAML::Value << spec.search.strategy;
+  e << YAML::Key << "workload" << YAML::Value << spec.workload.kind;
+  e << YAML::Key << "trials" << YAML::Value << static_cast<int>(r.trials.size());
+  for (Status s : kAllStatuses)
+    if (counts[s] > 0 || s == Status::ok) e << YAML::Key << std::string(to_string(s)) << YAML::Value << counts[s];
+  e << YAML::Key << "elapsed_s" << YAML::Value << round_sig(r.elapsed_s, 4);
+  e << YAML::Key << "stopped_by" << YAML::Value << r.stopped_by;
+  e << YAML::Key << "seed" << YAML::Value << spec.search.seed;
+  e << YAML::Key << "space_hash" << YAML::Value << spec.space.hash();
+  e << YAML::Key << "journal" << YAML::Value << spec.output.journal.string();
+  e << YAML::EndMap;
+  if (best) emit_exports(e, *best);
+  e << YAML::EndMap;
+  return std::string(e.c_str()) + "\n";
+}
+
+void write_file_atomically(const std::filesystem::path& path, const std::string& text) {
+  const auto dir = path.has_parent_path() ? path.parent_path() : std::filesystem::path(".");
+  std::filesystem::create_directories(dir);
+  const auto tmp = dir / ("." + path.filename().string() + ".tmp." + std::to_string(::getpid()));
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) throw std::runtime_error(tmp.string() + ": cannot write: " + std::strerror(errno));
+  std::size_t done = 0;
+  while (done < text.size()) {
+    ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      const std::string why = std::strerror(errno);
+      ::close(fd);
+      std::filesystem::remove(tmp);
+      throw std::runtime_error(tmp.string() + ": write failed: " + why);
+    }
+    done += static_cast<std::size_t>(n);
+  }
+  ::fsync(fd);
+  ::close(fd);
+  std::filesystem::rename(tmp, path);
+}
+
+void write_tuned_yaml(const Spec& spec, const TuneResult& result, const std::filesystem::path& path) {
+  write_file_atomically(path, render_tuned_yaml(spec, result));
+}
+
+}  // namespace autotune

@@ -1,0 +1,177 @@
+#include "tuner/journal.hpp"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+#include <sstream>
+
+namespace autotune {
+
+nlohmann::json to_json(const Assignment& a) {
+  nlohmann::json j = nlohmann::json::object();
+  for (const auto& [name, v] : a.items()) {
+    if (is_int(v)) j[name] = std::get<std::int64_t>(v);
+    else if (is_bool(v)) j[name] = std::get<bool>(v);
+    else j[name] = std::get<std::string>(v);
+  }
+  return j;
+}
+
+Assignment assignment_from_json(const nlohmann::json& j) {
+  // nlohmann's object keeps keys sorted; the caller maps back through the space.
+  Assignment a;
+  for (const auto& [name, v] : j.items()) {
+    if (v.is_boolean()) a.set(name, Value{v.get<bool>()});
+    else if (v.is_number_integer()) a.set(name, Value{v.get<std::int64_t>()});
+    else if (v.is_string()) a.set(name, Value{v.get<std::string>()});
+    else throw JournalError("configuration value of '" + name + "' is not an integer, boolean or string");
+  }
+  return a;
+}
+
+nlohmann::json to_json(const Outcome& o) {
+  nlohmann::json j;
+  j["status"] = std::string(to_string(o.status));
+  if (o.ok()) j["throughput"] = o.throughput;
+  nlohmann::json m = nlohmann::json::object();
+  for (const auto& [k, v] : o.metrics)
+    if (std::isfinite(v)) m[k] = v;
+  j["metrics"] = m;
+  j["reason"] = o.reason;
+  j["seconds"] = o.seconds;
+  if (!o.labels.empty()) j["labels"] = o.labels;
+  return j;
+}
+
+Outcome outcome_from_json(const nlohmann::json& j) {
+  Outcome o;
+  auto s = parse_status(j.at("status").get<std::string>());
+  if (!s) throw JournalError("unknown status '" + j.at("status").get<std::string>() + "'");
+  o.status = *s;
+  if (o.ok()) o.throughput = j.at("throughput").get<double>();
+  if (j.contains("metrics"))
+    for (const auto& [k, v] : j["metrics"].items()) o.metrics[k] = v.get<double>();
+  o.reason = j.value("reason", "");
+  if (j.contains("labels"))
+    for (const auto& [k, v] : j["labels"].items()) o.labels[k] = v.get<std::string>();
+  o.seconds = j.value("seconds", 0.0);
+  return o;
+}
+
+JournalContents read_journal(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw JournalError(path.string() + ": cannot open the journal");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  const std::string text = ss.str();
+
+  JournalContents out;
+  std::size_t pos = 0;
+  int line_no = 0;
+  while (pos < text.size()) {
+    std::size_t end = text.find('\n', pos);
+    const bool last = end == std::string::npos || end + 1 >= text.size();
+    const bool terminated = end != std::string::npos;
+    std::string line = text.substr(pos, (terminated ? end : text.size()) - pos);
+    pos = terminated ? end + 1 : text.size();
+    ++line_no;
+    if (line.empty()) continue;
+    nlohmann::json rec;
+    try {
+      rec = nlohmann::json::parse(line);
+      if (!rec.is_object() || !rec.contains("type")) throw JournalError("not a journal record");
+    } catch (const std::exception& e) {
+      // Only the final, unterminated (or final) line can be a torn write.
+      if (last) {
+        out.dropped_torn_line = true;
+        break;
+      }
+      throw JournalError(path.string() + ":" + std::to_string(line_no) + ": corrupt record: " + e.what());
+    }
+    try {
+      const std::string type = rec.at("type").get<std::string>();
+      if (type == "header") {
+        out.header = rec;
+      } else if (type == "start") {
+        out.trials.push_back({rec.at("trial").get<int>(), assignment_from_json(rec.at("config")), std::nullopt});
+      } else if (type == "finish") {
+        const int trial = rec.at("trial").get<int>();
+        JournalTrial* t = nullptr;
+        for (auto& x : out.trials)
+          if (x.trial == trial) t = &x;
+        if (!t) {
+          out.trials.push_back({trial, assignment_from_json(rec.at("config")), std::nullopt});
+          t = &out.trials.back();
+        }
+        t->outcome = outcome_from_json(rec);
+      }
+    } catch (const JournalError& e) {
+      throw JournalError(path.string() + ":" + std::to_string(line_no) + ": " + e.what());
+    } catch (const std::exception& e) {
+      throw JournalError(path.string() + ":" + std::to_string(line_no) + ": bad record: " + e.what());
+    }
+  }
+  if (out.header.is_null()) throw JournalError(path.string() + ": no header record; not an autotune journal");
+  return out;
+}
+
+JournalWriter::JournalWriter(const std::filesystem::path& path, bool truncate) : m_path(path) {
+  if (path.has_parent_path()) std::filesystem::create_directories(path.parent_path());
+  m_fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | (truncate ? O_TRUNC : 0), 0644);
+  if (m_fd < 0) throw JournalError(path.string() + ": cannot open for writing: " + std::strerror(errno));
+  if (!truncate) {
+    // A torn last line (the tuner died mid-write) would glue onto our first
+    // record: cut the file back to its last complete line, as the reader drops it.
+    std::ifstream in(path, std::ios::binary);
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    if (!text.empty() && text.back() != '\n') {
+      const auto keep = text.rfind('\n');
+      if (::ftruncate(m_fd, keep == std::string::npos ? 0 : static_cast<off_t>(keep + 1)) != 0)
+        throw JournalError(path.string() + ": cannot drop the torn last line: " + std::strerror(errno));
+    }
+  }
+}
+
+JournalWriter::~JournalWriter() {
+  if (m_fd >= 0) ::close(m_fd);
+}
+
+void JournalWriter::append(const nlohmann::json& record) {
+  const std::string line = record.dump() + "\n";
+  std::size_t done = 0;
+  while (done < line.size()) {
+    ssize_t n = ::write(m_fd, line.data() + done, line.size() - done);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      throw JournalError(m_path.string() + ": write failed: " + std::strerror(errno));
+    }
+    done += static_cast<std::size_t>(n);
+  }
+  ::fsync(m_fd);
+}
+
+void JournalWriter::header(const nlohmann::json& header) {
+  nlohmann::json rec = header;
+  rec["type"] = "header";
+  append(rec);
+}
+
+void JournalWriter::started(int trial, const Assignment& config, double time_s) {
+  append({{"type", "start"}, {"trial", trial}, {"config", to_json(config)}, {"time", time_s}});
+}
+
+void JournalWriter::finished(int trial, const Assignment& config, const Outcome& outcome, double time_s) {
+  nlohmann::json rec = to_json(outcome);
+  rec["type"] = "finish";
+  rec["trial"] = trial;
+  rec["config"] = to_json(config);
+  rec["time"] = time_s;
+  append(rec);
+}
+
+}  // namespace autotune

@@ -1,0 +1,70 @@
+#pragma once
+// The journal: one JSON object per line, appended and fsync'd per record, so
+// that nothing measured is lost when the tuner dies.
+//
+//   {"type":"header","version":1,"space_hash":"...","spec":{...},"started":"..."}
+//   {"type":"start","trial":3,"config":{...},"time":12.5}
+//   {"type":"finish","trial":3,"config":{...},"status":"ok","throughput":812.4,
+//    "metrics":{...},"reason":"","seconds":9.8,"time":22.3}
+//
+// Reading: a torn last line (the tuner died mid-write) is dropped; a line that
+// does not parse anywhere else is an error. `time` is seconds since the run began.
+#include <cstdio>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "search/outcome.hpp"
+#include "search/value.hpp"
+
+namespace autotune {
+
+struct JournalTrial {
+  int trial = 0;
+  Assignment config;
+  std::optional<Outcome> outcome;  // empty: started, never finished
+};
+
+struct JournalContents {
+  nlohmann::json header;
+  std::vector<JournalTrial> trials;  // in order of start
+  bool dropped_torn_line = false;
+};
+
+struct JournalError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// Throws JournalError ("<file>:<line>: ...") for a corrupt middle line or a
+// missing header.
+JournalContents read_journal(const std::filesystem::path& path);
+
+nlohmann::json to_json(const Assignment& a);
+Assignment assignment_from_json(const nlohmann::json& j);
+nlohmann::json to_json(const Outcome& o);
+Outcome outcome_from_json(const nlohmann::json& j);
+
+class JournalWriter {
+ public:
+  // Opens for appending; with truncate, starts the file anew. Throws
+  // JournalError when the file cannot be opened.
+  JournalWriter(const std::filesystem::path& path, bool truncate);
+  ~JournalWriter();
+  JournalWriter(const JournalWriter&) = delete;
+  JournalWriter& operator=(const JournalWriter&) = delete;
+
+  void header(const nlohmann::json& header);
+  void started(int trial, const Assignment& config, double time_s);
+  void finished(int trial, const Assignment& config, const Outcome& outcome, double time_s);
+  const std::filesystem::path& path() const { return m_path; }
+
+ private:
+  void append(const nlohmann::json& record);
+  std::filesystem::path m_path;
+  int m_fd = -1;
+};
+
+}  // namespace autotune

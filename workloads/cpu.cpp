@@ -1,0 +1,309 @@
+#include "workloads/cpu.hpp"
+
+#include <Eigen/Dense>
+
+#include <chrono>
+#include <cmath>
+#include <new>
+#include <random>
+#include <system_error>
+
+#include <fmt/format.h>
+
+#include "workloads/loader.hpp"
+#include "workloads/measure.hpp"
+#include "workloads/pipeline_knobs.hpp"
+
+namespace autotune {
+
+namespace {
+
+using Mat = Eigen::MatrixXf;  // column-major: one column per sample
+using Vec = Eigen::VectorXf;
+
+struct MlpShape {
+  std::int64_t input_dim = 256, width = 256, depth = 2, classes = 10;
+  // Layer l maps dims[l] -> dims[l + 1]; depth hidden layers, then the classifier.
+  std::vector<std::int64_t> dims() const {
+    std::vector<std::int64_t> d{input_dim};
+    for (std::int64_t i = 0; i < depth; ++i) d.push_back(width);
+    d.push_back(classes);
+    return d;
+  }
+  double parameters() const {
+    const auto d = dims();
+    double p = 0;
+    for (std::size_t l = 0; l + 1 < d.size(); ++l) p += static_cast<double>(d[l] * d[l + 1] + d[l + 1]);
+    return p;
+  }
+};
+
+// Host bytes of the model: weights, gradients, two Adam moments, and the
+// activations and their gradients for one micro-batch.
+double mlp_host_bytes(const MlpShape& s, std::int64_t batch) {
+  const auto d = s.dims();
+  double act = 0;
+  for (std::size_t l = 1; l < d.size(); ++l) act += static_cast<double>(d[l]);
+  return 4.0 * (4.0 * s.parameters() + 3.0 * act * static_cast<double>(batch));
+}
+
+// An MLP with ReLU hidden layers and a softmax cross-entropy head, FP32.
+class Mlp {
+ public:
+  Mlp(const MlpShape& s, std::int64_t batch, bool adam, float lr, std::uint64_t seed)
+      : m_adam(adam), m_lr(lr) {
+    const auto d = s.dims();
+    std::mt19937_64 rng(seed);
+    const std::size_t layers = d.size() - 1;
+    m_w.resize(layers);
+    m_b.resize(layers);
+    m_gw.resize(layers);
+    m_gb.resize(layers);
+    m_mw.resize(layers);
+    m_vw.resize(layers);
+    m_mb.resize(layers);
+    m_vb.resize(layers);
+    m_h.resize(layers);
+    for (std::size_t l = 0; l < layers; ++l) {
+      const auto in = static_cast<Eigen::Index>(d[l]), out = static_cast<Eigen::Index>(d[l + 1]);
+      std::normal_distribution<float> n(0.0f, std::sqrt(2.0f / static_cast<float>(in)));  // He init
+      m_w[l] = Mat(out, in);
+      for (Eigen::Index i = 0; i < m_w[l].size(); ++i) m_w[l].data()[i] = n(rng);
+      m_b[l] = Vec::Zero(out);
+      m_gw[l] = Mat::Zero(out, in);
+      m_gb[l] = Vec::Zero(out);
+      if (adam) {
+        m_mw[l] = Mat::Zero(out, in);
+        m_vw[l] = Mat::Zero(out, in);
+        m_mb[l] = Vec::Zero(out);
+        m_vb[l] = Vec::Zero(out);
+      }
+      m_h[l] = Mat(out, static_cast<Eigen::Index>(batch));
+    }
+    m_dh = Mat(static_cast<Eigen::Index>(s.width > s.classes ? s.width : s.classes), static_cast<Eigen::Index>(batch));
+    m_dz = m_dh;
+  }
+
+  // Forward and backward over one micro-batch; gradients accumulate, scaled
+  // by 1 / (samples per optimizer step). Returns the mean loss of the batch.
+  double accumulate(const Batch& b, std::int64_t input_dim, double grad_scale) {
+    const auto B = static_cast<Eigen::Index>(b.size);
+    Eigen::Map<const Mat> x(b.inputs, static_cast<Eigen::Index>(input_dim), B);
+    const std::size_t L = m_w.size();
+    for (std::size_t l = 0; l < L; ++l) {
+      Mat& h = m_h[l];
+      if (l == 0)
+        h.noalias() = m_w[l] * x;
+      else
+        h.noalias() = m_w[l] * m_h[l - 1];
+      h.colwise() += m_b[l];
+      if (l + 1 < L) h = h.cwiseMax(0.0f);
+    }
+    // Softmax cross-entropy, column by column; the logits become dlogits.
+    Mat& z = m_h[L - 1];
+    double loss = 0;
+    for (Eigen::Index j = 0; j < B; ++j) {
+      auto col = z.col(j);
+      const float mx = col.maxCoeff();
+      col = (col.array() - mx).exp();
+      const float sum = col.sum();
+      col /= sum;
+      const auto y = static_cast<Eigen::Index>(b.labels[j]);
+      loss -= std::log(std::max(col(y), 1e-30f));
+      col(y) -= 1.0f;
+    }
+    const auto gs = static_cast<float>(grad_scale);
+    // Backward.
+    auto dz = m_dz.topRows(z.rows());
+    dz = z * gs;
+    for (std::size_t l = L; l-- > 0;) {
+      const auto rows = m_w[l].rows(), cols = m_w[l].cols();
+      auto g = m_dz.topRows(rows);
+      if (l == 0)
+        m_gw[l].noalias() += g * x.transpose();
+      else
+        m_gw[l].noalias() += g * m_h[l - 1].transpose();
+      m_gb[l] += g.rowwise().sum();
+      if (l == 0) break;
+      auto dh = m_dh.topRows(cols);
+      dh.noalias() = m_w[l].transpose() * g;
+      // ReLU: the gradient passes where the activation was positive.
+      m_dz.topRows(cols).array() = (m_h[l - 1].array() > 0.0f).select(dh.array(), 0.0f);
+    }
+    return loss / static_cast<double>(B);
+  }
+
+  void step() {
+    ++m_t;
+    constexpr float b1 = 0.9f, b2 = 0.999f, eps = 1e-8f;
+    const float c1 = 1.0f - std::pow(b1, static_cast<float>(m_t));
+    const float c2 = 1.0f - std::pow(b2, static_cast<float>(m_t));
+    for (std::size_t l = 0; l < m_w.size(); ++l) {
+      if (m_adam) {
+        adam(m_w[l].array(), m_gw[l].array(), m_mw[l].array(), m_vw[l].array(), b1, b2, c1, c2, eps);
+        adam(m_b[l].array(), m_gb[l].array(), m_mb[l].array(), m_vb[l].array(), b1, b2, c1, c2, eps);
+      } else {
+        m_w[l] -= m_lr * m_gw[l];
+        m_b[l] -= m_lr * m_gb[l];
+      }
+      m_gw[l].setZero();
+      m_gb[l].setZero();
+    }
+  }
+
+ private:
+  template <class P, class G, class M, class V>
+  void adam(P p, G g, M m, V v, float b1, float b2, float c1, float c2, float eps) const {
+    m = b1 * m + (1.0f - b1) * g;
+    v = b2 * v + (1.0f - b2) * g.square();
+    p -= m_lr * (m / c1) / ((v / c2).sqrt() + eps);
+  }
+
+  bool m_adam;
+  float m_lr;
+  std::int64_t m_t = 0;
+  std::vector<Mat> m_w, m_gw, m_mw, m_vw, m_h;
+  std::vector<Vec> m_b, m_gb, m_mb, m_vb;
+  Mat m_dh, m_dz;
+};
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+class CpuWorkload final : public Workload {
+ public:
+  explicit CpuWorkload(Options o) : m_opts(std::move(o)) {}
+  std::string_view kind() const override { return "cpu"; }
+
+  Outcome measure(const Assignment& config, const TrialContext& ctx) override {
+    const auto t0 = std::chrono::steady_clock::now();
+    Outcome o = run(config, ctx);
+    o.seconds = seconds_since(t0);
+    return o;
+  }
+
+ private:
+  Outcome run(const Assignment& config, const TrialContext& ctx) {
+    MlpShape shape;
+    shape.input_dim = m_opts.get_int("input_dim");
+    shape.width = m_opts.get_int("width");
+    shape.depth = m_opts.get_int("depth");
+    shape.classes = m_opts.get_int("classes");
+    PipelineKnobs k;
+    if (auto why = read_pipeline_knobs(m_opts, config, ctx, shape.input_dim, static_cast<int>(shape.classes), k);
+        !why.empty())
+      return Outcome::failure(Status::error, why);
+    if (k.precision != "fp32")
+      return Outcome::failure(Status::error, "the cpu workload computes in fp32 only; precision=" + k.precision +
+                                                 " is not supported (declare precision: [fp32] for cpu)");
+
+    const double estimate = loader_host_bytes(k.loader) + mlp_host_bytes(shape, k.loader.batch_size);
+    const double ram_limit = ctx.limits.ram_bytes;
+    if (ram_limit > 0 && estimate > ram_limit) {
+      Outcome o = Outcome::failure(Status::invalid, fmt::format("estimated host memory {} exceeds the ram limit {}",
+                                                                format_bytes(estimate), format_bytes(ram_limit)));
+      o.metrics["ram_estimate_bytes"] = estimate;
+      return o;
+    }
+
+    // Eigen parallelises its products with OpenMP only; without it this is 1.
+    Eigen::setNbThreads(static_cast<int>(m_opts.get_int("threads")));
+    reset_peak_host_bytes();
+    // What the process held before the trial (libraries, e.g. ~200 MiB of
+    // cuBLAS when built with CUDA): part of ram_bytes, reported apart.
+    const double ram_baseline = current_host_bytes();
+
+    MeasureResult r;
+    double last_loss = 0, wait_fraction = 0;
+    bool loader_failed = false;
+    try {
+      Loader loader(k.loader);
+      Mlp mlp(shape, k.loader.batch_size, m_opts.get_string("optimizer") == "adam",
+              static_cast<float>(m_opts.get_number("learning_rate")), k.loader.seed ^ 0x5851F42D4C957F2DULL);
+      const double grad_scale = 1.0 / static_cast<double>(k.loader.batch_size * k.grad_accum);
+      auto step = [&]() -> StepResult {
+        StepResult s;
+        double loss = 0;
+        for (std::int64_t a = 0; a < k.grad_accum; ++a) {
+          BatchLease b = loader.next();
+          if (!b) {
+            s.failed = true;
+            return s;
+          }
+          const auto c0 = std::chrono::steady_clock::now();
+          loss += mlp.accumulate(*b, shape.input_dim, grad_scale);
+          s.busy_seconds += seconds_since(c0);
+          s.samples += b->size;
+        }
+        const auto c0 = std::chrono::steady_clock::now();
+        mlp.step();
+        s.busy_seconds += seconds_since(c0);
+        last_loss = loss / static_cast<double>(k.grad_accum);
+        return s;
+      };
+      const double wait0 = loader.stats().wait_seconds;
+      r = measure_steps(k.measure, step);
+      loader.stop();
+      loader_failed = loader.failed();
+      if (r.elapsed_seconds > 0) wait_fraction = (loader.stats().wait_seconds - wait0) / r.elapsed_seconds;
+    } catch (const std::bad_alloc&) {
+      return Outcome::failure(Status::host_oom, fmt::format("host allocation failed (estimated {})",
+                                                            format_bytes(estimate)));
+    } catch (const std::system_error& e) {
+      return Outcome::failure(Status::error, std::string("could not start the loader's threads: ") + e.what());
+    }
+    if (loader_failed) return Outcome::failure(Status::host_oom, "a loader worker failed to allocate its buffers");
+    if (r.failed || r.windows == 0)
+      return Outcome::failure(Status::error, "the measurement produced no timed window");
+    if (!std::isfinite(last_loss))
+      return Outcome::failure(Status::error, "the loss diverged (non-finite); lower learning_rate");
+
+    Outcome o = Outcome::success(r.throughput);
+    add_measure_metrics(r, o);
+    const double ram = peak_host_bytes();
+    o.metrics["compute_busy"] = r.busy_fraction;
+    o.metrics["data_wait_fraction"] = wait_fraction;
+    o.metrics["ram_bytes"] = ram;
+    o.metrics["ram_baseline_bytes"] = ram_baseline;
+    o.metrics["ram_estimate_bytes"] = estimate;
+    o.metrics["loss"] = last_loss;
+    if (ram_limit > 0 && ram > ram_limit) {
+      o.status = Status::invalid;
+      o.reason = fmt::format("peak host memory {} exceeds the ram limit {}", format_bytes(ram), format_bytes(ram_limit));
+    }
+    return o;
+  }
+
+  Options m_opts;
+};
+
+}  // namespace
+
+WorkloadInfo cpu_workload_info() {
+  using I = std::int64_t;
+  WorkloadInfo info;
+  info.kind = "cpu";
+  info.summary = "the harness's loader and an MLP trained with Eigen in fp32: real threads, compute and memory";
+  info.cheap = false;
+  info.options = {
+      {"depth", OptionType::integer, OptionValue{I{2}}, "hidden layers of the MLP", {}, 0.0, 64.0},
+      {"width", OptionType::integer, OptionValue{I{256}}, "units per hidden layer", {}, 1.0, 65536.0},
+      {"input_dim", OptionType::integer, OptionValue{I{256}},
+       "floats per prepared sample (at most 2 * sample_bytes)", {}, 1.0, 1e7},
+      {"classes", OptionType::integer, OptionValue{I{10}}, "output classes", {}, 1.0, 1e6},
+      {"optimizer", OptionType::string, OptionValue{std::string("adam")}, "optimizer step", {"adam", "sgd"}},
+      {"learning_rate", OptionType::number, OptionValue{1e-3}, "optimizer learning rate", {}, 0.0, 10.0},
+      {"threads", OptionType::integer, OptionValue{I{1}},
+       "threads for Eigen's products (needs OpenMP); 1 leaves the other cores to the loader", {}, 1.0, 1024.0},
+  };
+  for (auto& s : pipeline_option_specs(PipelineDefaults{})) info.options.push_back(std::move(s));
+  info.make = [](const Options& o, const WorkloadEnv&) -> std::unique_ptr<Workload> {
+    if (o.get_int("input_dim") > 2 * o.get_int("sample_bytes"))
+      throw WorkloadConfigError("cpu workload: input_dim must not exceed 2 * sample_bytes");
+    return std::make_unique<CpuWorkload>(o);
+  };
+  return info;
+}
+
+}  // namespace autotune

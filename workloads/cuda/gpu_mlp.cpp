@@ -1,0 +1,278 @@
+#include "workloads/cuda/gpu_mlp.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+
+#include "workloads/cuda/cuda_check.hpp"
+
+namespace autotune::cuda {
+
+namespace {
+
+constexpr std::size_t kWorkspaceBytes = 32u << 20;  // cuBLAS recommends 32 MiB on Hopper
+constexpr float kInitialLossScale = 65536.0f;
+constexpr std::int64_t kLossScaleGrowthInterval = 2000;
+
+DType dtype_of(Precision p) {
+  switch (p) {
+    case Precision::fp16: return DType::f16;
+    case Precision::bf16: return DType::bf16;
+    default: return DType::f32;
+  }
+}
+
+cudaDataType_t cuda_type_of(DType t) {
+  switch (t) {
+    case DType::f16: return CUDA_R_16F;
+    case DType::bf16: return CUDA_R_16BF;
+    default: return CUDA_R_32F;
+  }
+}
+
+cublasComputeType_t compute_type_of(Precision p) {
+  switch (p) {
+    case Precision::fp32: return CUBLAS_COMPUTE_32F_PEDANTIC;
+    case Precision::tf32: return CUBLAS_COMPUTE_32F_FAST_TF32;
+    default: return CUBLAS_COMPUTE_32F;  // 16-bit operands, FP32 accumulation
+  }
+}
+
+std::size_t max_hidden(const std::vector<std::int64_t>& d) {
+  std::int64_t m = 1;
+  for (std::size_t l = 1; l < d.size(); ++l) m = std::max(m, d[l]);
+  return static_cast<std::size_t>(m);
+}
+
+}  // namespace
+
+std::optional<Precision> parse_precision(std::string_view s) {
+  if (s == "fp32") return Precision::fp32;
+  if (s == "tf32") return Precision::tf32;
+  if (s == "fp16") return Precision::fp16;
+  if (s == "bf16") return Precision::bf16;
+  return std::nullopt;
+}
+
+std::vector<std::int64_t> MlpShape::dims() const {
+  std::vector<std::int64_t> d{input_dim};
+  for (std::int64_t i = 0; i < depth; ++i) d.push_back(width);
+  d.push_back(classes);
+  return d;
+}
+
+double MlpShape::parameters() const {
+  const auto d = dims();
+  double p = 0;
+  for (std::size_t l = 0; l + 1 < d.size(); ++l) p += static_cast<double>(d[l] * d[l + 1] + d[l + 1]);
+  return p;
+}
+
+double MlpShape::flops_per_sample() const {
+  const auto d = dims();
+  double f = 0;
+  for (std::size_t l = 0; l + 1 < d.size(); ++l) {
+    const double mk = static_cast<double>(d[l] * d[l + 1]);
+    f += 2 * mk * (l == 0 ? 2 : 3);  // forward, weight gradient, input gradient (not for layer 0)
+  }
+  return f;
+}
+
+double gpu_mlp_bytes(const MlpShape& s, std::int64_t batch, Precision p, bool adam) {
+  const auto d = s.dims();
+  const double e = static_cast<double>(dtype_bytes(dtype_of(p)));
+  const bool half = e < 4;
+  const double P = s.parameters();
+  const double B = static_cast<double>(batch);
+  double bytes = P * 4 * (2 + (adam ? 2 : 0)) + (half ? P * e : 0);
+  double act = 0;
+  for (std::size_t l = 1; l < d.size(); ++l) act += static_cast<double>(d[l]);
+  bytes += act * B * (4 + e);                                       // z and h per layer
+  bytes += static_cast<double>(max_hidden(d)) * B * (4 + e);        // dh and dz
+  bytes += half ? static_cast<double>(d[0]) * B * e : 0;            // input cast
+  return bytes + kWorkspaceBytes + 256;
+}
+
+GpuMlp::GpuMlp(DeviceArena& arena, cublasHandle_t blas, cudaStream_t stream, const MlpShape& shape,
+               std::int64_t batch, Precision precision, bool adam, float lr, std::uint64_t seed)
+    : m_arena(arena),
+      m_blas(blas),
+      m_stream(stream),
+      m_shape(shape),
+      m_dims(shape.dims()),
+      m_batch(batch),
+      m_precision(precision),
+      m_dtype(dtype_of(precision)),
+      m_adam(adam),
+      m_lr(lr),
+      m_loss_scale(precision == Precision::fp16 ? kInitialLossScale : 1.0f) {
+  const std::size_t layers = m_dims.size() - 1;
+  for (std::size_t l = 0; l < layers; ++l) {
+    m_w_offset.push_back(m_params);
+    m_params += static_cast<std::size_t>(m_dims[l] * m_dims[l + 1]);
+    m_b_offset.push_back(m_params);
+    m_params += static_cast<std::size_t>(m_dims[l + 1]);
+  }
+  const std::size_t pbytes = m_params * sizeof(float);
+  const std::size_t e = dtype_bytes(m_dtype);
+  const auto B = static_cast<std::size_t>(batch);
+  m_master = DeviceBuffer(arena, pbytes);
+  m_grad = DeviceBuffer(arena, pbytes);
+  if (adam) {
+    m_m = DeviceBuffer(arena, pbytes);
+    m_v = DeviceBuffer(arena, pbytes);
+  }
+  if (m_dtype != DType::f32) {
+    m_copy = DeviceBuffer(arena, m_params * e);
+    m_x16 = DeviceBuffer(arena, static_cast<std::size_t>(m_dims[0]) * B * e);
+  }
+  for (std::size_t l = 0; l < layers; ++l) {
+    const auto rows = static_cast<std::size_t>(m_dims[l + 1]);
+    m_z.emplace_back(arena, rows * B * sizeof(float));
+    m_h.emplace_back(arena, rows * B * e);
+  }
+  const std::size_t wide = max_hidden(m_dims);
+  m_dh = DeviceBuffer(arena, wide * B * sizeof(float));
+  m_dz = DeviceBuffer(arena, wide * B * e);
+  m_scalars = DeviceBuffer(arena, 256);
+  m_scalars_host = PinnedBuffer(256);
+  m_workspace = DeviceBuffer(arena, kWorkspaceBytes);
+  AUTOTUNE_CUBLAS_CALL(cublasSetStream(m_blas, m_stream));
+  AUTOTUNE_CUBLAS_CALL(cublasSetWorkspace(m_blas, m_workspace.get(), kWorkspaceBytes));
+
+  // He-initialised weights, zero biases, generated on the host once.
+  std::vector<float> host(m_params, 0.0f);
+  std::mt19937_64 rng(seed);
+  for (std::size_t l = 0; l < layers; ++l) {
+    std::normal_distribution<float> n(0.0f, std::sqrt(2.0f / static_cast<float>(m_dims[l])));
+    const std::size_t count = static_cast<std::size_t>(m_dims[l] * m_dims[l + 1]);
+    for (std::size_t i = 0; i < count; ++i) host[m_w_offset[l] + i] = n(rng);
+  }
+  AUTOTUNE_CUDA_CALL(cudaMemcpy(m_master.get(), host.data(), pbytes, cudaMemcpyHostToDevice));
+  AUTOTUNE_CUDA_CALL(cudaMemsetAsync(m_grad.get(), 0, pbytes, m_stream));
+  if (adam) {
+    AUTOTUNE_CUDA_CALL(cudaMemsetAsync(m_m.get(), 0, pbytes, m_stream));
+    AUTOTUNE_CUDA_CALL(cudaMemsetAsync(m_v.get(), 0, pbytes, m_stream));
+  }
+  if (m_dtype != DType::f32) launch_cast_from_f32(m_dtype, m_master.as<float>(), m_copy.get(), m_params, m_stream);
+  AUTOTUNE_CUDA_CALL(cudaMemsetAsync(m_scalars.get(), 0, 256, m_stream));
+  AUTOTUNE_CUDA_CALL(cudaStreamSynchronize(m_stream));
+}
+
+void GpuMlp::gemm(cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k, const void* a, int lda,
+                  const void* b, int ldb, float* c, int ldc, float beta) {
+  const float alpha = 1.0f;
+  const cudaDataType_t t = cuda_type_of(m_dtype);
+  AUTOTUNE_CUBLAS_CALL(cublasGemmEx(m_blas, ta, tb, m, n, k, &alpha, a, t, lda, b, t, ldb, &beta, c, CUDA_R_32F,
+                                    ldc, compute_type_of(m_precision), CUBLAS_GEMM_DEFAULT));
+}
+
+const void* GpuMlp::input_of(std::size_t layer, const void* x) const {
+  return layer == 0 ? x : m_h[layer - 1].get();
+}
+
+void GpuMlp::accumulate(const float* x, const std::int32_t* labels, std::int64_t batch, float grad_scale) {
+  const int B = static_cast<int>(std::min(batch, m_batch));
+  const std::size_t e = dtype_bytes(m_dtype);
+  const char* weights = m_dtype == DType::f32 ? m_master.as<char>() : m_copy.as<char>();
+  auto w = [&](std::size_t l) { return weights + m_w_offset[l] * e; };
+  auto bias = [&](std::size_t l) { return m_master.as<float>() + m_b_offset[l]; };
+  const void* x_in = x;
+  if (m_dtype != DType::f32) {
+    launch_cast_from_f32(m_dtype, x, m_x16.get(), static_cast<std::size_t>(m_dims[0]) * static_cast<std::size_t>(B),
+                         m_stream);
+    x_in = m_x16.get();
+  }
+  const std::size_t L = m_dims.size() - 1;
+  // Forward: z_l = W_l a_{l-1} (GEMM, FP32 out), then bias + ReLU into h_l.
+  for (std::size_t l = 0; l < L; ++l) {
+    const int out = static_cast<int>(m_dims[l + 1]), in = static_cast<int>(m_dims[l]);
+    gemm(CUBLAS_OP_N, CUBLAS_OP_N, out, B, in, w(l), out, input_of(l, x_in), in, m_z[l].as<float>(), out, 0.0f);
+    if (l + 1 < L) launch_bias_relu(m_dtype, m_z[l].as<float>(), bias(l), m_h[l].get(), out, B, m_stream);
+  }
+  const int classes = static_cast<int>(m_dims[L]);
+  launch_softmax_xent(m_dtype, m_z[L - 1].as<float>(), bias(L - 1), labels, m_dz.get(), m_scalars.as<float>(), classes,
+                      B, grad_scale * m_loss_scale, m_stream);
+  // Backward; m_dz holds dL/dz_l for the current layer.
+  for (std::size_t l = L; l-- > 0;) {
+    const int out = static_cast<int>(m_dims[l + 1]), in = static_cast<int>(m_dims[l]);
+    float* gw = m_grad.as<float>() + m_w_offset[l];
+    float* gb = m_grad.as<float>() + m_b_offset[l];
+    gemm(CUBLAS_OP_N, CUBLAS_OP_T, out, in, B, m_dz.get(), out, input_of(l, x_in), in, gw, out, 1.0f);
+    launch_bias_grad(m_dtype, m_dz.get(), gb, out, B, m_stream);
+    if (l == 0) break;
+    gemm(CUBLAS_OP_T, CUBLAS_OP_N, in, B, out, w(l), out, m_dz.get(), out, m_dh.as<float>(), in, 0.0f);
+    launch_relu_backward(m_dtype, m_dh.as<float>(), m_h[l - 1].get(), m_dz.get(),
+                         static_cast<std::size_t>(in) * static_cast<std::size_t>(B), m_stream);
+  }
+}
+
+void GpuMlp::step() {
+  int* flag = reinterpret_cast<int*>(m_scalars.as<char>() + sizeof(float));
+  const bool fp16 = m_precision == Precision::fp16;
+  if (fp16) launch_check_finite(m_grad.as<float>(), m_params, flag, m_stream);
+  OptimizerStep o;
+  o.adam = m_adam;
+  o.lr = m_lr;
+  const auto t = static_cast<float>(m_t + 1);
+  o.bias_correction1 = 1.0f - std::pow(o.beta1, t);
+  o.bias_correction2 = 1.0f - std::pow(o.beta2, t);
+  o.grad_unscale = 1.0f / m_loss_scale;
+  launch_optimizer(m_dtype, o, m_master.as<float>(), m_dtype == DType::f32 ? nullptr : m_copy.get(),
+                   m_grad.as<float>(), m_adam ? m_m.as<float>() : nullptr, m_adam ? m_v.as<float>() : nullptr,
+                   m_params, fp16 ? flag : nullptr, m_stream);
+  AUTOTUNE_CUDA_CALL(cudaMemcpyAsync(m_scalars_host.get(), m_scalars.get(), sizeof(float) + sizeof(int),
+                                     cudaMemcpyDeviceToHost, m_stream));
+  AUTOTUNE_CUDA_CALL(cudaMemsetAsync(m_scalars.get(), 0, sizeof(float) + sizeof(int), m_stream));
+}
+
+bool GpuMlp::finish_step(std::int64_t micro_batches, std::int64_t samples) {
+  (void)micro_batches;
+  const float loss_sum = *m_scalars_host.as<float>();
+  const int overflow = *reinterpret_cast<const int*>(m_scalars_host.as<char>() + sizeof(float));
+  m_last_loss = samples > 0 ? static_cast<double>(loss_sum) / static_cast<double>(samples) : 0.0;
+  if (m_precision == Precision::fp16) {
+    if (overflow) {
+      // Dynamic loss scaling (Micikevicius et al., "Mixed Precision Training", 2018).
+      m_loss_scale = std::max(1.0f, m_loss_scale * 0.5f);
+      m_good_steps = 0;
+      ++m_skipped;
+      return false;
+    }
+    if (++m_good_steps >= kLossScaleGrowthInterval && m_loss_scale < 16777216.0f) {
+      m_loss_scale *= 2.0f;
+      m_good_steps = 0;
+    }
+  }
+  ++m_t;
+  return true;
+}
+
+double GpuMlp::probe_gemm_tflops(std::int64_t batch, int repeats) {
+  // The layer with the most multiply-adds.
+  std::size_t best = 0;
+  for (std::size_t l = 1; l + 1 < m_dims.size(); ++l)
+    if (m_dims[l] * m_dims[l + 1] > m_dims[best] * m_dims[best + 1]) best = l;
+  const int out = static_cast<int>(m_dims[best + 1]), in = static_cast<int>(m_dims[best]);
+  const int B = static_cast<int>(std::min(batch, m_batch));
+  const std::size_t e = dtype_bytes(m_dtype);
+  const char* weights = m_dtype == DType::f32 ? m_master.as<char>() : m_copy.as<char>();
+  // Layer 0 reads the input buffer; any operand of the right size will do for timing.
+  const void* a_in = best == 0 ? (m_dtype == DType::f32 ? static_cast<const void*>(m_dh.get()) : m_x16.get())
+                               : m_h[best - 1].get();
+  if (best == 0 && m_dtype == DType::f32 && static_cast<std::size_t>(in) > max_hidden(m_dims)) return 0.0;
+  Event start, end;
+  for (int i = 0; i < 2; ++i)
+    gemm(CUBLAS_OP_N, CUBLAS_OP_N, out, B, in, weights + m_w_offset[best] * e, out, a_in, in, m_z[best].as<float>(),
+         out, 0.0f);
+  AUTOTUNE_CUDA_CALL(cudaEventRecord(start.get(), m_stream));
+  for (int i = 0; i < repeats; ++i)
+    gemm(CUBLAS_OP_N, CUBLAS_OP_N, out, B, in, weights + m_w_offset[best] * e, out, a_in, in, m_z[best].as<float>(),
+         out, 0.0f);
+  AUTOTUNE_CUDA_CALL(cudaEventRecord(end.get(), m_stream));
+  AUTOTUNE_CUDA_CALL(cudaEventSynchronize(end.get()));
+  const double seconds = elapsed_ms(start, end) / 1000.0;
+  return seconds > 0 ? 2.0 * out * static_cast<double>(in) * B * repeats / seconds / 1e12 : 0.0;
+}
+
+}  // namespace autotune::cuda

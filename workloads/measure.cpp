@@ -1,0 +1,153 @@
+#include "workloads/measure.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <fstream>
+#include <string>
+#include <vector>
+
+namespace autotune {
+
+double steady_seconds() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+std::string validate(const MeasureConfig& c) {
+  if (!(c.warmup_seconds >= 0)) return "warmup_seconds must be at least 0";
+  if (c.warmup_min_steps < 0) return "warmup_min_steps must be at least 0";
+  if (!(c.window_seconds >= 0)) return "window_seconds must be at least 0";
+  if (c.window_min_steps < 1) return "window_min_steps must be at least 1";
+  if (c.rsd_windows < 2) return "rsd_windows must be at least 2";
+  if (!(c.target_rsd > 0)) return "target_rsd must be positive";
+  if (!(c.max_seconds > 0)) return "max_seconds must be positive";
+  return {};
+}
+
+double relative_spread(const double* values, std::size_t n) {
+  if (n < 2) return 0.0;
+  double mean = 0;
+  for (std::size_t i = 0; i < n; ++i) mean += values[i];
+  mean /= static_cast<double>(n);
+  if (mean == 0) return 0.0;
+  double ss = 0;
+  for (std::size_t i = 0; i < n; ++i) ss += (values[i] - mean) * (values[i] - mean);
+  return std::sqrt(ss / static_cast<double>(n - 1)) / std::abs(mean);
+}
+
+MeasureResult measure_steps(const MeasureConfig& c, const std::function<StepResult()>& step,
+                            const SecondsClock& clock) {
+  MeasureResult r;
+  const double start = clock();
+
+  // Warm-up.
+  for (;;) {
+    const double now = clock() - start;
+    const bool enough = r.warmup_steps >= c.warmup_min_steps && now >= c.warmup_seconds;
+    if (enough) break;
+    if (now >= 0.5 * c.max_seconds && r.warmup_steps > 0) {
+      r.warmup_complete = false;
+      break;
+    }
+    const StepResult s = step();
+    if (s.failed) {
+      r.failed = true;
+      r.elapsed_seconds = clock() - start;
+      return r;
+    }
+    ++r.warmup_steps;
+  }
+  r.warmup_seconds = clock() - start;
+
+  struct Window {
+    double samples = 0, seconds = 0, busy = 0;
+  };
+  std::vector<Window> windows;
+  std::vector<double> rates;
+  const auto k = static_cast<std::size_t>(c.rsd_windows);
+
+  for (;;) {
+    Window w;
+    std::int64_t steps = 0;
+    bool partial = false;
+    const double w0 = clock();
+    for (;;) {
+      const StepResult s = step();
+      if (s.failed) {
+        r.failed = true;
+        break;
+      }
+      ++steps;
+      w.samples += static_cast<double>(s.samples);
+      w.busy += s.busy_seconds;
+      w.seconds = clock() - w0;
+      if (steps >= c.window_min_steps && w.seconds >= c.window_seconds) break;
+      if (clock() - start >= c.max_seconds && !windows.empty()) {
+        partial = true;  // the cap: a short last window would only add noise, drop it
+        break;
+      }
+    }
+    if (r.failed) break;
+    r.timed_steps += steps;
+    if (!partial && w.seconds > 0) {
+      windows.push_back(w);
+      rates.push_back(w.samples / w.seconds);
+    }
+    if (rates.size() >= k && relative_spread(&rates[rates.size() - k], k) <= c.target_rsd) {
+      r.stopped_by_rsd = true;
+      break;
+    }
+    if (clock() - start >= c.max_seconds && !windows.empty()) break;
+  }
+
+  r.elapsed_seconds = clock() - start;
+  r.windows = static_cast<int>(windows.size());
+  if (windows.empty()) return r;
+  const std::size_t first = windows.size() > k ? windows.size() - k : 0;
+  double samples = 0, seconds = 0, busy = 0;
+  for (std::size_t i = first; i < windows.size(); ++i) {
+    samples += windows[i].samples;
+    seconds += windows[i].seconds;
+    busy += windows[i].busy;
+  }
+  r.throughput = samples / seconds;
+  r.throughput_rsd = relative_spread(&rates[first], rates.size() - first);
+  r.busy_fraction = std::clamp(busy / seconds, 0.0, 1.0);
+  return r;
+}
+
+namespace {
+double status_kib(const char* key) {
+  std::ifstream f("/proc/self/status");
+  std::string line;
+  const std::string prefix = std::string(key) + ":";
+  while (std::getline(f, line))
+    if (line.rfind(prefix, 0) == 0) {
+      try {
+        return std::stod(line.substr(prefix.size()));
+      } catch (...) {
+        return 0;
+      }
+    }
+  return 0;
+}
+}  // namespace
+
+double peak_host_bytes() {
+  double kib = status_kib("VmHWM");
+  if (kib <= 0) kib = status_kib("VmRSS");
+  return kib * 1024.0;
+}
+
+double current_host_bytes() { return status_kib("VmRSS") * 1024.0; }
+
+bool reset_peak_host_bytes() {
+  // "5" resets the peak RSS (Documentation/filesystems/proc.rst, clear_refs).
+  std::ofstream f("/proc/self/clear_refs");
+  if (!f) return false;
+  f << "5";
+  f.flush();
+  return static_cast<bool>(f);
+}
+
+}  // namespace autotune

@@ -1,0 +1,82 @@
+#pragma once
+// How the cpu and cuda workloads time training steps, and when they stop.
+//
+// 1. Warm-up: steps until BOTH at least `warmup_min_steps` steps (set it to
+//    the loader's queue capacity in batches) AND `warmup_seconds` have passed.
+//    The loader's workers fill their queues before the first step; a timed
+//    window that starts on that backlog measures the queue, not the pipeline
+//    (DESIGN.md, "The CUDA harness": a 0.1 s window read 3-5x too fast). If
+//    the warm-up would eat more than half of `max_seconds`, it ends there and
+//    `warmup_complete` is false.
+// 2. Timed windows: each closes after at least `window_min_steps` steps and
+//    `window_seconds`; its throughput is samples / seconds.
+// 3. Stop when the last `rsd_windows` windows have a relative standard
+//    deviation (sample stddev / mean) at or under `target_rsd` (stopped_by_rsd),
+//    or when `max_seconds` since the start have passed (the cap). At least one
+//    timed window is always completed, so a step slower than the cap overruns
+//    it by one window; a window the cap cuts short is dropped. The result averages the last `rsd_windows` windows
+//    (all windows if fewer): their samples over their seconds.
+//
+// The step function does one training step and reports its samples and the
+// part of its time that was compute (the rest is waiting for data); `failed`
+// stops the measurement at once (the caller keeps the reason).
+#include <cstdint>
+#include <functional>
+#include <string>
+
+namespace autotune {
+
+struct MeasureConfig {
+  double warmup_seconds = 1.5;
+  std::int64_t warmup_min_steps = 1;
+  double window_seconds = 0.2;
+  std::int64_t window_min_steps = 2;
+  int rsd_windows = 5;
+  double target_rsd = 0.02;
+  double max_seconds = 6.0;
+};
+
+struct StepResult {
+  std::int64_t samples = 0;
+  double busy_seconds = 0;  // compute part of the step
+  bool failed = false;
+};
+
+struct MeasureResult {
+  bool failed = false;             // a step reported failure
+  double throughput = 0;           // samples/s over the last rsd_windows windows
+  double throughput_rsd = 0;       // over the same windows; 0 with one window
+  bool stopped_by_rsd = false;     // false: the time cap (or a failure) stopped it
+  bool warmup_complete = true;     // both warm-up conditions were met
+  double busy_fraction = 0;        // busy seconds / wall seconds, same windows
+  std::int64_t warmup_steps = 0;
+  std::int64_t timed_steps = 0;    // all timed windows
+  int windows = 0;
+  double warmup_seconds = 0;
+  double elapsed_seconds = 0;      // warm-up + timed
+};
+
+// Seconds from an arbitrary origin, monotonic. Injectable for tests.
+using SecondsClock = std::function<double()>;
+double steady_seconds();
+
+// Empty when usable, else why not.
+std::string validate(const MeasureConfig& c);
+
+MeasureResult measure_steps(const MeasureConfig& c, const std::function<StepResult()>& step,
+                            const SecondsClock& clock = steady_seconds);
+
+// Relative standard deviation (sample stddev / mean) of values; 0 for fewer
+// than two values or a zero mean.
+double relative_spread(const double* values, std::size_t n);
+
+// Peak resident set of this process in bytes (VmHWM, else VmRSS, from
+// /proc/self/status); 0 where unavailable.
+double peak_host_bytes();
+// Current resident set (VmRSS) in bytes; 0 where unavailable.
+double current_host_bytes();
+// Resets the kernel's peak (VmHWM) to the current RSS, so that a trial run in
+// a long-lived process reports its own peak. Best effort: false if refused.
+bool reset_peak_host_bytes();
+
+}  // namespace autotune

@@ -1,0 +1,76 @@
+#include "workloads/pipeline_knobs.hpp"
+
+#include <algorithm>
+#include <limits>
+
+namespace autotune {
+
+std::vector<OptionSpec> pipeline_option_specs(const PipelineDefaults& d) {
+  using I = std::int64_t;
+  return {
+      {"sample_bytes", OptionType::bytes, OptionValue{d.sample_bytes},
+       "raw bytes per synthetic sample; decoding expands them to twice as many", {}, 1.0, 1e9},
+      {"preprocess_passes", OptionType::integer, OptionValue{d.preprocess_passes},
+       "smoothing passes over each decoded sample: the CPU cost knob of preprocessing", {}, 0.0, 10000.0},
+      {"dataset_samples", OptionType::integer, OptionValue{d.dataset_samples},
+       "raw samples held in host memory (drawn with replacement)", {}, 1.0, 1e9},
+      {"warmup_seconds", OptionType::duration, OptionValue{1.5},
+       "minimum warm-up; it also lasts at least as many steps as the prefetch queue holds", {}, 0.0},
+      {"window_seconds", OptionType::duration, OptionValue{0.3}, "minimum length of a timed window", {}, 0.0},
+      {"target_rsd", OptionType::number, OptionValue{0.02},
+       "stop when the relative spread of the last 5 window throughputs is at or under this", {}, 1e-6, 10.0},
+      {"max_seconds", OptionType::duration, OptionValue{d.max_seconds},
+       "time cap of one measurement (warm-up included)", {}, 0.01},
+      {"seed", OptionType::integer, OptionValue{I{0}}, "seed of the synthetic data, mixed with the trial's"},
+  };
+}
+
+std::string read_pipeline_knobs(const Options& opts, const Assignment& config, const TrialContext& ctx,
+                                std::int64_t input_dim, int classes, PipelineKnobs& out) {
+  const std::int64_t batch = config.get_int("batch_size", 64);
+  const std::int64_t workers = config.get_int("num_workers", 0);
+  const std::int64_t prefetch = config.get_int("prefetch_factor", 2);
+  out.grad_accum = config.get_int("grad_accum", 1);
+  out.pin_memory = config.get_bool("pin_memory", false);
+  out.precision = config.get_string("precision", "fp32");
+  if (batch < 1) return "batch_size must be at least 1";
+  if (workers < 0 || workers > 1024) return "num_workers must be in [0, 1024]";
+  if (prefetch < 1 || prefetch > 1024) return "prefetch_factor must be in [1, 1024]";
+  if (out.grad_accum < 1) return "grad_accum must be at least 1";
+  if (input_dim < 1 || classes < 1) return "input_dim and classes must be at least 1";
+  if (classes > std::numeric_limits<int>::max() / 2) return "classes too large";
+
+  LoaderConfig& l = out.loader;
+  l.batch_size = batch;
+  l.num_workers = static_cast<int>(workers);
+  l.prefetch_factor = static_cast<int>(prefetch);
+  l.dataset_samples = opts.get_int("dataset_samples");
+  l.sample_bytes = opts.get_int("sample_bytes");
+  l.input_dim = input_dim;
+  l.classes = classes;
+  l.preprocess_passes = static_cast<int>(std::min<std::int64_t>(opts.get_int("preprocess_passes"), 1 << 20));
+  l.seed = static_cast<std::uint64_t>(opts.get_int("seed")) * 0x9E3779B97F4A7C15ULL + ctx.seed;
+  if (auto why = validate(l); !why.empty()) return why;
+
+  MeasureConfig& m = out.measure;
+  m.warmup_seconds = opts.get_number("warmup_seconds");
+  // Batches prepared before the first step: the queues plus one in each worker's hands.
+  m.warmup_min_steps = std::max<std::int64_t>(1, workers * (prefetch + 1));
+  m.window_seconds = opts.get_number("window_seconds");
+  m.target_rsd = opts.get_number("target_rsd");
+  m.max_seconds = opts.get_number("max_seconds");
+  if (ctx.timeout_s > 0) m.max_seconds = std::min(m.max_seconds, 0.8 * ctx.timeout_s);
+  return validate(m);
+}
+
+void add_measure_metrics(const MeasureResult& r, Outcome& o) {
+  o.metrics["throughput_rsd"] = r.throughput_rsd;
+  o.metrics["stopped_by_rsd"] = r.stopped_by_rsd ? 1.0 : 0.0;
+  o.metrics["warmup_complete"] = r.warmup_complete ? 1.0 : 0.0;
+  o.metrics["warmup_steps"] = static_cast<double>(r.warmup_steps);
+  o.metrics["timed_steps"] = static_cast<double>(r.timed_steps);
+  o.metrics["windows"] = r.windows;
+  o.metrics["measure_seconds"] = r.elapsed_seconds;
+}
+
+}  // namespace autotune

@@ -1,0 +1,50 @@
+#pragma once
+// What the cpu and cuda workloads share besides the loader and the timing
+// loop: the options that shape the input pipeline and the measurement, and
+// how a configuration's tuned parameters (batch_size, num_workers,
+// prefetch_factor, pin_memory, precision, grad_accum) become a LoaderConfig
+// and a MeasureConfig.
+//
+// An undeclared parameter takes PyTorch's default (num_workers 0,
+// prefetch_factor 2, pin_memory false), precision fp32, grad_accum 1 and
+// batch_size 64.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "search/value.hpp"
+#include "workloads/loader.hpp"
+#include "workloads/measure.hpp"
+#include "workloads/workload.hpp"
+
+namespace autotune {
+
+struct PipelineKnobs {
+  LoaderConfig loader;
+  MeasureConfig measure;
+  std::int64_t grad_accum = 1;
+  bool pin_memory = false;
+  std::string precision = "fp32";
+};
+
+// Options of the pipeline and the measurement, for a workload's schema:
+// sample_bytes, preprocess_passes, dataset_samples, warmup_seconds,
+// window_seconds, target_rsd, max_seconds, seed.
+struct PipelineDefaults {
+  std::int64_t sample_bytes = 4096;
+  std::int64_t preprocess_passes = 4;
+  std::int64_t dataset_samples = 2048;
+  double max_seconds = 5.0;
+};
+std::vector<OptionSpec> pipeline_option_specs(const PipelineDefaults& d);
+
+// Reads the options and the configuration; empty on success, else why the
+// configuration is unusable (an `error` outcome). A trial timeout caps
+// max_seconds at 80% of it.
+std::string read_pipeline_knobs(const Options& opts, const Assignment& config, const TrialContext& ctx,
+                                std::int64_t input_dim, int classes, PipelineKnobs& out);
+
+// The metrics both workloads report from a measurement.
+void add_measure_metrics(const MeasureResult& r, Outcome& o);
+
+}  // namespace autotune
