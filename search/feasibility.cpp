@@ -172,7 +172,11 @@ void FeasibilityModel::fit_memory(MemoryModel& m, const std::vector<Observation>
   const Eigen::VectorXd residual = target - a * m.trend;
   for (Eigen::Index i = 0; i < n; ++i) ys[static_cast<std::size_t>(i)] = residual[i];
   std::vector<int> groups(m_space.encoded_owner().begin(), m_space.encoded_owner().end());
-  gp::GaussianProcess g = previous ? std::move(*previous) : gp::GaussianProcess(groups);
+  // Refitting hyperparameters each step costs O(n^3) per evaluation; with
+  // many points they move little, so refit only when the data grew by 10%,
+  // from scratch (starting from the previous optimum measured worse).
+  const bool refit = !previous || xs.size() < 30 || xs.size() >= m.fitted_size + m.fitted_size / 10;
+  gp::GaussianProcess g = refit ? gp::GaussianProcess(groups) : std::move(*previous);
   Eigen::MatrixXd x(static_cast<Eigen::Index>(xs.size()), static_cast<Eigen::Index>(m_space.encoded_dims()));
   Eigen::VectorXd y(static_cast<Eigen::Index>(ys.size()));
   for (std::size_t i = 0; i < xs.size(); ++i) {
@@ -183,10 +187,6 @@ void FeasibilityModel::fit_memory(MemoryModel& m, const std::vector<Observation>
   gp::FitOptions fo;
   fo.random_starts = 0;
   fo.max_evaluations = 40;
-  fo.default_starts = xs.size() < 30;
-  // Refitting hyperparameters each step costs O(n^3) per evaluation; with
-  // many points they move little, so refit when the data grew by 10%.
-  const bool refit = !previous || xs.size() < 30 || xs.size() >= m.fitted_size + m.fitted_size / 10;
   if (refit ? g.fit(rng, fo) : g.condition()) {
     if (refit) m.fitted_size = xs.size();
     m.gp = std::move(g);
