@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages autotune builds with, when any is missing.
 # Idempotent and quick when everything is there. Needs root (or sudo).
+#   deps.sh          what building and running autotune needs
+#   deps.sh --test   also what the test suites use (a throwaway Slurm cluster)
 set -euo pipefail
 packages=(
   build-essential cmake pkg-config git python3
@@ -8,6 +10,9 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev nlohmann-json3-dev libfmt-dev
   libmuparser-dev libcsv-dev gnuplot-nox
 )
+if [ "${1:-}" = "--test" ]; then
+  packages+=(slurm-wlm munge)
+fi
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

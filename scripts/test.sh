@@ -3,7 +3,7 @@
 # test suites with ctest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/deps.sh
+scripts/deps.sh --test
 scripts/build.sh
 jobs=$(nproc 2>/dev/null || echo 2)
 cd build

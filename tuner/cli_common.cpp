@@ -7,6 +7,8 @@
 #include <fmt/format.h>
 
 #include "search/strategy.hpp"
+#include "tuner/slurm_executor.hpp"
+#include "tuner/runner.hpp"
 #include "workloads/options.hpp"
 
 namespace autotune {
@@ -41,14 +43,26 @@ std::unique_ptr<Workload> make_workload_or_report(const Spec& spec) {
   }
 }
 
-MeasureFn make_measure(const Spec& /*spec*/, Workload& workload) {
-  return [&workload](const Assignment& a, const TrialContext& ctx) {
-    try {
-      return workload.measure(a, ctx);
-    } catch (const std::exception& e) {
-      return Outcome::failure(Status::error, std::string("workload threw: ") + e.what());
-    }
-  };
+MeasureFn make_measure(const Spec& spec, Workload& workload) {
+  // The runner (tuner/runner.hpp) owns isolation, timeout, repeats and the
+  // RAM measurement; it never throws for a failed trial.
+  std::shared_ptr<TrialExecutor> exec;
+  if (spec.executor.kind == "slurm") {
+    require_slurm_allocation();
+    if (spec.file.empty() || !std::filesystem::exists(spec.file))
+      throw std::runtime_error("the slurm executor re-reads the spec on each node: give it with --config");
+    SlurmSettings s;
+    s.executor = spec.executor;
+    s.spec_file = std::filesystem::absolute(spec.file);
+    s.self_exe = std::filesystem::read_symlink("/proc/self/exe");
+    s.run_tag = std::to_string(::getpid());
+    exec = make_slurm_executor(workload, spec.workload.repeats, std::move(s));
+  } else if (spec.workload.isolation == Isolation::inline_) {
+    exec = make_inline_executor(workload, spec.workload.repeats);
+  } else {
+    exec = make_process_executor(workload, spec.workload.repeats);
+  }
+  return [exec](const Assignment& a, const TrialContext& ctx) { return exec->run(a, ctx); };
 }
 
 bool apply_overrides(Spec& spec, const Overrides& o) {

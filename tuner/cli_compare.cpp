@@ -66,7 +66,14 @@ std::function<int()> add_compare_command(CLI::App& app) {
     if (!workload) return kExitBadInput;
     std::cerr << fmt::format("compare: {} strategies x {} seeds x {} trials on the {} workload\n",
                              opt.strategies.size(), opt.repeats, opt.budget, spec->workload.kind);
-    CompareResult r = run_compare(spec->space, *workload, make_measure(*spec, *workload), opt);
+    MeasureFn measure;
+    try {
+      measure = make_measure(*spec, *workload);
+    } catch (const std::runtime_error& e) {
+      std::cerr << "compare: " << e.what() << "\n";
+      return kExitBadInput;
+    }
+    CompareResult r = run_compare(spec->space, *workload, measure, opt);
     std::string warning;
     std::string table;
     try {

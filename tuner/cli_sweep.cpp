@@ -38,7 +38,13 @@ std::function<int()> add_sweep_command(CLI::App& app) {
     }
     auto workload = make_workload_or_report(*spec);
     if (!workload) return kExitBadInput;
-    const MeasureFn measure = make_measure(*spec, *workload);
+    MeasureFn measure;
+    try {
+      measure = make_measure(*spec, *workload);
+    } catch (const std::runtime_error& e) {
+      std::cerr << "sweep: " << e.what() << "\n";
+      return kExitBadInput;
+    }
     install_interrupt_handler();
 
     const std::string partial = args->out + ".partial";

@@ -99,7 +99,7 @@ std::function<int()> add_tune_options(CLI::App& app) {
     TuneResult result;
     try {
       result = run_tuning(*spec, make_measure(*spec, *workload), opt);
-    } catch (const TuneError& e) {
+    } catch (const std::runtime_error& e) {
       std::cerr << "autotune: " << e.what() << "\n";
       return kExitBadInput;
     }

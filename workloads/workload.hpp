@@ -23,6 +23,32 @@
 
 namespace autotune {
 
+// A trial that is an external program (the command workload): what the runner
+// starts, in its own process group, through the same code whether the
+// workload runs inline or in a child (see workloads/subprocess.hpp).
+struct ExternalCommand {
+  std::vector<std::string> argv;               // argv[0]: a path, or a name looked up in PATH
+  std::map<std::string, std::string> env;      // set over the tuner's environment and TrialContext::env
+  std::filesystem::path cwd;                   // empty: the tuner's
+  std::filesystem::path result_file;           // the program may write its JSON result there; empty: none
+  bool keep_result_file = false;               // false: removed once read
+};
+
+// What running an ExternalCommand (or a forked in-process trial) produced.
+struct ExternalRun {
+  std::string spawn_error;     // non-empty: it never ran (no such program, fork failed)
+  int exit_code = -1;          // when it exited; -1 when a signal ended it
+  int signal = 0;              // the signal that ended it; 0 when it exited
+  bool timed_out = false;      // the timeout fired (the runner sent SIGTERM, maybe SIGKILL)
+  bool cancelled = false;      // the tuner was interrupted (Ctrl-C) and stopped it
+  bool runner_killed = false;  // the runner sent the signal that ended it (timeout, cancel)
+  std::string stdout_tail;     // the last bytes of standard output (bounded)
+  std::string stderr_tail;     // the last bytes of standard error (bounded)
+  std::optional<std::string> result;  // the result file's (or result pipe's) contents, when written
+  double peak_ram_bytes = 0;   // peak of the summed VmHWM/VmRSS over the process group; 0 unknown
+  double wall_s = 0;
+};
+
 struct Limits {
   double vram_bytes = 0;  // 0 = no limit
   double ram_bytes = 0;   // 0 = no limit
@@ -50,6 +76,18 @@ class Workload {
   // The noise-free answer, where the workload knows it (synthetic, replay):
   // lets `compare` and the tests know the exact optimum. nullopt otherwise.
   virtual std::optional<Outcome> expected(const Assignment& /*config*/) const { return std::nullopt; }
+
+  // A workload whose trial is an external program returns it here; the
+  // process executor then starts it instead of forking a child that calls
+  // measure(). Built-in (in-process) workloads keep the default: nullopt.
+  virtual std::optional<ExternalCommand> external_command(const Assignment& /*config*/,
+                                                          const TrialContext& /*ctx*/) const {
+    return std::nullopt;
+  }
+  // Maps what an external_command() run produced into an Outcome. The default
+  // is the command contract (README, "The command contract"): timeout, signals,
+  // out-of-memory messages, exit status, then the JSON result. Never throws.
+  virtual Outcome interpret(const ExternalRun& run, const TrialContext& ctx) const;
 };
 
 // What a workload factory gets besides its options.

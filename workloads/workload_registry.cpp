@@ -8,6 +8,7 @@ const std::vector<WorkloadInfo>& workload_catalog() {
   static const std::vector<WorkloadInfo> catalog = {
       synthetic_workload_info(),
       replay_workload_info(),
+      command_workload_info(),
       cpu_workload_info(),
 #ifdef AUTOTUNE_HAVE_CUDA
       cuda_workload_info(),

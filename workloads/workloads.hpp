@@ -6,6 +6,7 @@ namespace autotune {
 
 WorkloadInfo synthetic_workload_info();
 WorkloadInfo replay_workload_info();
+WorkloadInfo command_workload_info();
 WorkloadInfo cpu_workload_info();
 #ifdef AUTOTUNE_HAVE_CUDA
 WorkloadInfo cuda_workload_info();  // workloads/cuda/, built with the CUDA toolkit

@@ -1,0 +1,58 @@
+#pragma once
+// The `command` workload: the user's own training script, run once per trial
+// under the command contract (README, "The command contract").
+//
+//   command: "python3 train.py --bs {batch_size} --precision {precision}"
+//
+// `{name}` (an identifier: letters, digits, `_`, `.`, `-`) is replaced by the
+// configuration's value of parameter `name`, verbatim, not shell-quoted (the
+// AUTOTUNE_<NAME> environment variables are the quoting-free route). `{{` and
+// `}}` are literal braces; any brace that does not open an identifier
+// placeholder is literal too, so JSON, awk '{print $1}' and find's `{}` pass
+// through. A shell variable in braces must be written `${{HOME}}`: `${HOME}`
+// reads as the placeholder HOME. An unknown parameter name or an unclosed
+// `{name` is a WorkloadConfigError when the workload is built, not a failed
+// trial.
+//
+// Every trial is a `shell -c command` process in its own process group, also
+// when measure() is called inline: a command trial is always isolated.
+#include <string>
+#include <vector>
+
+#include "workloads/workload.hpp"
+
+namespace autotune {
+
+// A parsed command template: literal text and placeholders, alternating.
+struct CommandTemplate {
+  struct Part {
+    bool placeholder = false;
+    std::string text;  // literal text, or the parameter name
+  };
+  std::vector<Part> parts;
+
+  // Throws WorkloadConfigError naming the column for an unknown parameter or
+  // an unclosed `{name` at the end of the text.
+  static CommandTemplate parse(const std::string& text, const std::vector<std::string>& parameter_names);
+  std::string expand(const Assignment& config) const;
+};
+
+// "batch_size" -> "AUTOTUNE_BATCH_SIZE" (non-alphanumerics become '_').
+std::string autotune_env_name(const std::string& parameter);
+
+class CommandWorkload : public Workload {
+ public:
+  CommandWorkload(const Options& options, const WorkloadEnv& env);
+  std::string_view kind() const override { return "command"; }
+  Outcome measure(const Assignment& config, const TrialContext& ctx) override;
+  std::optional<ExternalCommand> external_command(const Assignment& config,
+                                                  const TrialContext& ctx) const override;
+
+ private:
+  CommandTemplate m_template;
+  std::filesystem::path m_cwd;
+  std::map<std::string, std::string> m_env;
+  std::string m_shell;
+};
+
+}  // namespace autotune

@@ -1,0 +1,134 @@
+// The default Workload::interpret: the command contract (README, "The command
+// contract") applied to what an external trial produced.
+#include <cmath>
+#include <sstream>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "workloads/subprocess.hpp"
+#include "workloads/workload.hpp"
+
+namespace autotune {
+namespace {
+
+using nlohmann::json;
+
+std::optional<json> parse_object(std::string_view text) {
+  json j = json::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/false);
+  if (j.is_object()) return j;
+  return std::nullopt;
+}
+
+// The last line of standard output that parses as a JSON object: a script's
+// result line may be followed by a logger's farewell.
+std::optional<json> last_json_line(const std::string& out) {
+  std::size_t end = out.size();
+  while (end > 0) {
+    std::size_t start = out.rfind('\n', end - 1);
+    start = (start == std::string::npos) ? 0 : start + 1;
+    std::string_view line(out.data() + start, end - start);
+    while (!line.empty() && (line.back() == '\r' || line.back() == ' ' || line.back() == '\t')) line.remove_suffix(1);
+    while (!line.empty() && (line.front() == ' ' || line.front() == '\t')) line.remove_prefix(1);
+    if (!line.empty() && line.front() == '{')
+      if (auto j = parse_object(line)) return j;
+    if (start == 0) break;
+    end = start - 1;
+  }
+  return std::nullopt;
+}
+
+void collect_metrics(const json& j, std::map<std::string, double>& metrics) {
+  for (const auto& [k, v] : j.items()) {
+    if (k == "throughput" || k == "status") continue;
+    if (v.is_number()) {
+      const double d = v.get<double>();
+      if (std::isfinite(d)) metrics[k] = d;
+    } else if (k == "metrics" && v.is_object()) {
+      collect_metrics(v, metrics);
+    }
+  }
+}
+
+std::string reported_reason(const json& j) {
+  for (const char* key : {"reason", "message", "error"})
+    if (j.contains(key) && j[key].is_string()) return j[key].get<std::string>();
+  return {};
+}
+
+std::string output_tails(const ExternalRun& run) {
+  std::string s;
+  if (!run.stdout_tail.empty()) s += "\n--- stdout (tail) ---\n" + tail_for_reason(run.stdout_tail, 1500);
+  if (!run.stderr_tail.empty()) s += "\n--- stderr (tail) ---\n" + tail_for_reason(run.stderr_tail, 1500);
+  return s;
+}
+
+}  // namespace
+
+Outcome Workload::interpret(const ExternalRun& run, const TrialContext& /*ctx*/) const {
+  if (auto o = classify_termination(run)) {
+    if (!run.stderr_tail.empty() && o->status != Status::timeout)
+      o->reason += "\n--- stderr (tail) ---\n" + tail_for_reason(run.stderr_tail, 1500);
+    return *o;
+  }
+
+  std::optional<json> result;
+  if (run.result) {
+    result = parse_object(*run.result);
+    if (!result)
+      return Outcome::failure(Status::error, "the result file is not a JSON object: " +
+                                                 tail_for_reason(*run.result, 500) + output_tails(run));
+  } else {
+    result = last_json_line(run.stdout_tail);
+  }
+
+  std::map<std::string, double> metrics;
+  if (result) collect_metrics(*result, metrics);
+  auto fail = [&](Status s, std::string why) {
+    Outcome o = Outcome::failure(s, std::move(why));
+    o.metrics = metrics;
+    return o;
+  };
+
+  std::optional<Status> reported;
+  if (result && result->contains("status")) {
+    const json& st = (*result)["status"];
+    reported = st.is_string() ? parse_status(st.get<std::string>()) : std::nullopt;
+    if (!reported)
+      return fail(Status::error, fmt::format("the result's status {} is not one of ok, oom, host_oom, timeout, "
+                                             "crash, error, invalid",
+                                             st.dump()));
+    if (*reported != Status::ok) {
+      std::string why = reported_reason(*result);
+      return fail(*reported, why.empty() ? fmt::format("the script reported {}", to_string(*reported)) : why);
+    }
+  }
+  // An out-of-memory message wins over the exit status (a traceback exits 1),
+  // unless the script said explicitly that it measured fine.
+  if (!reported) {
+    std::string what;
+    if (auto s = find_oom_message(run.stderr_tail, &what))
+      return fail(*s, fmt::format("standard error says '{}'", what) + output_tails(run));
+  }
+  if (run.exit_code != 0)
+    return fail(Status::error, fmt::format("exited with status {}", run.exit_code) + output_tails(run));
+  if (!result)
+    return fail(Status::error, "no JSON result: $AUTOTUNE_RESULT not written and no standard output line is a "
+                               "JSON object" + output_tails(run));
+  if (!result->contains("throughput") || !(*result)["throughput"].is_number())
+    return fail(Status::error, "the result has no numeric 'throughput': " + tail_for_reason(result->dump(), 500));
+  const double tp = (*result)["throughput"].get<double>();
+  if (!std::isfinite(tp) || tp < 0)
+    return fail(Status::error, fmt::format("the result's throughput {} is not a finite number >= 0", tp));
+  Outcome o = Outcome::success(tp);
+  o.metrics = std::move(metrics);
+  return o;
+}
+
+Outcome with_run_facts(Outcome o, const ExternalRun& run) {
+  if (!o.metric("ram_bytes") && run.peak_ram_bytes > 0) o.metrics["ram_bytes"] = run.peak_ram_bytes;
+  o.seconds = run.wall_s;
+  return o;
+}
+
+}  // namespace autotune

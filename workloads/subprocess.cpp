@@ -1,0 +1,489 @@
+#include "workloads/subprocess.hpp"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <system_error>
+
+#include <fmt/format.h>
+
+extern char** environ;
+
+namespace autotune {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+// Pipe ends, closed on scope exit.
+struct Fd {
+  int fd = -1;
+  Fd() = default;
+  explicit Fd(int f) : fd(f) {}
+  Fd(const Fd&) = delete;
+  Fd& operator=(const Fd&) = delete;
+  ~Fd() { reset(); }
+  void reset() {
+    if (fd >= 0) ::close(fd);
+    fd = -1;
+  }
+};
+
+bool make_pipe(Fd& r, Fd& w) {
+  int p[2];
+  if (::pipe2(p, O_CLOEXEC) != 0) return false;
+  r.fd = p[0];
+  w.fd = p[1];
+  return true;
+}
+
+// Keeps the last `cap` bytes written to it.
+class Tail {
+ public:
+  explicit Tail(std::size_t cap) : m_cap(cap) {}
+  void append(const char* data, std::size_t n) {
+    m_buf.append(data, n);
+    if (m_buf.size() > 2 * m_cap) m_buf.erase(0, m_buf.size() - m_cap);
+  }
+  std::string take() {
+    if (m_buf.size() > m_cap) m_buf.erase(0, m_buf.size() - m_cap);
+    return std::move(m_buf);
+  }
+
+ private:
+  std::size_t m_cap;
+  std::string m_buf;
+};
+
+// Reads /proc/<pid>/stat's process group (field 5, after the ")" of comm).
+long proc_pgrp(const char* pid) {
+  char path[300];
+  std::snprintf(path, sizeof path, "/proc/%s/stat", pid);
+  int fd = ::open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return -1;
+  char buf[512];
+  ssize_t n = ::read(fd, buf, sizeof buf - 1);
+  ::close(fd);
+  if (n <= 0) return -1;
+  buf[n] = '\0';
+  const char* p = std::strrchr(buf, ')');
+  if (!p) return -1;
+  char state = 0;
+  long ppid = 0, pgrp = -1;
+  if (std::sscanf(p + 1, " %c %ld %ld", &state, &ppid, &pgrp) != 3) return -1;
+  return pgrp;
+}
+
+// max(VmHWM, VmRSS) of one process in bytes; 0 when gone or a kernel thread.
+double proc_peak_bytes(const char* pid) {
+  char path[300];
+  std::snprintf(path, sizeof path, "/proc/%s/status", pid);
+  std::ifstream in(path);
+  std::string line;
+  double hwm = 0, rss = 0;
+  while (std::getline(in, line)) {
+    if (line.rfind("VmHWM:", 0) == 0) hwm = std::strtod(line.c_str() + 6, nullptr) * 1024.0;
+    else if (line.rfind("VmRSS:", 0) == 0) rss = std::strtod(line.c_str() + 6, nullptr) * 1024.0;
+  }
+  return std::max(hwm, rss);
+}
+
+// Sum over every live process of the group. VmHWM is each process's own peak,
+// so the sum can exceed the group's true simultaneous peak when members peak
+// at different times; it is the bound the DESIGN asks for ("sum of VmHWM").
+double group_ram_bytes(pid_t pgid) {
+  DIR* d = ::opendir("/proc");
+  if (!d) return 0;
+  double sum = 0;
+  while (dirent* e = ::readdir(d)) {
+    if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
+    if (proc_pgrp(e->d_name) != pgid) continue;
+    sum += proc_peak_bytes(e->d_name);
+  }
+  ::closedir(d);
+  return sum;
+}
+
+// In the child, before exec or body: async-signal-safe calls only.
+void child_setup(int out_fd, int err_fd, const std::vector<int>& cpus, pid_t parent) {
+  ::setpgid(0, 0);
+  // If the tuner dies (SIGKILL, a crash), the trial must not run on holding a
+  // GPU: the kernel kills it with its parent thread. Survives exec, so with a
+  // shell that execs its last command (dash, bash -c) the script gets it too.
+  ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (::getppid() != parent) ::_exit(126);  // the tuner died before prctl
+  // Default dispositions and an empty mask: the tuner's handlers and the
+  // forking thread's mask must not leak into the trial.
+  sigset_t none;
+  sigemptyset(&none);
+  ::sigprocmask(SIG_SETMASK, &none, nullptr);
+  for (int s : {SIGINT, SIGTERM, SIGPIPE, SIGHUP, SIGQUIT, SIGCHLD}) ::signal(s, SIG_DFL);
+  int devnull = ::open("/dev/null", O_RDONLY);
+  if (devnull >= 0) {
+    ::dup2(devnull, 0);
+    if (devnull != 0) ::close(devnull);
+  }
+  ::dup2(out_fd, 1);
+  ::dup2(err_fd, 2);
+  if (!cpus.empty()) {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    for (int c : cpus)
+      if (c >= 0 && c < CPU_SETSIZE) CPU_SET(c, &set);
+    ::sched_setaffinity(0, sizeof set, &set);
+  }
+}
+
+void write_all(int fd, const char* data, std::size_t n) {
+  while (n > 0) {
+    ssize_t w = ::write(fd, data, n);
+    if (w < 0) {
+      if (errno == EINTR) continue;
+      return;
+    }
+    data += w;
+    n -= static_cast<std::size_t>(w);
+  }
+}
+
+void child_fail(const char* what, const char* detail) {
+  const char* msg = std::strerror(errno);  // not strictly async-signal-safe; glibc's is fine here
+  write_all(2, "autotune: ", 10);
+  write_all(2, what, std::strlen(what));
+  write_all(2, " ", 1);
+  write_all(2, detail, std::strlen(detail));
+  write_all(2, ": ", 2);
+  write_all(2, msg, std::strlen(msg));
+  write_all(2, "\n", 1);
+  ::_exit(127);
+}
+
+// Looks a program up in PATH the way execvp would, before fork.
+std::string resolve_program(const std::string& name, const std::map<std::string, std::string>& env) {
+  if (name.find('/') != std::string::npos) return name;
+  std::string path;
+  if (auto it = env.find("PATH"); it != env.end()) path = it->second;
+  else if (const char* p = std::getenv("PATH")) path = p;
+  else path = "/usr/local/bin:/usr/bin:/bin";
+  std::stringstream ss(path);
+  std::string dir;
+  while (std::getline(ss, dir, ':')) {
+    if (dir.empty()) dir = ".";
+    std::string candidate = dir + "/" + name;
+    if (::access(candidate.c_str(), X_OK) == 0) return candidate;
+  }
+  return {};
+}
+
+void write_log(const std::filesystem::path& dir, const char* name, const std::string& text) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  std::ofstream out(dir / name, std::ios::binary | std::ios::trunc);
+  out << text;
+}
+
+// The parent side shared by run_forked and run_external: `pid` is the child,
+// in its own group; the read ends of its pipes. Returns when the child has
+// exited (or was killed) and the group is gone.
+ExternalRun supervise(pid_t pid, Fd& out_r, Fd& err_r, Fd* res_r, const ChildOptions& opt,
+                      Clock::time_point t0) {
+  ::setpgid(pid, pid);  // both sides set it: whichever runs first wins the race
+  const pid_t pgid = pid;
+  ExternalRun run;
+  Tail out(opt.tail_bytes), err(opt.tail_bytes);
+  std::string result;
+  bool got_result = false;
+
+  const double kNever = 1e300;
+  double deadline = opt.timeout_s > 0 ? opt.timeout_s : kNever;
+  double kill_at = kNever;    // when SIGKILL follows SIGTERM
+  double drain_until = kNever;
+  bool exited = false, term_sent = false, kill_sent = false;
+  double next_sample = 0;
+  double idle_us = 200;
+  std::array<char, 16384> buf;
+
+  auto sample = [&] {
+    run.peak_ram_bytes = std::max(run.peak_ram_bytes, group_ram_bytes(pgid));
+  };
+  auto stop_group = [&](double now, bool cancelled) {
+    if (term_sent) return;
+    ::killpg(pgid, SIGTERM);
+    term_sent = true;
+    run.timed_out = !cancelled;
+    run.cancelled = cancelled;
+    kill_at = now + std::max(0.0, opt.term_grace_s);
+  };
+
+  for (;;) {
+    const double now = since(t0);
+    if (!exited) {
+      if (now >= next_sample) {
+        sample();
+        next_sample = now + opt.ram_poll_s;
+      }
+      if (!term_sent && now >= deadline) stop_group(now, false);
+      if (!term_sent && opt.cancel && opt.cancel()) stop_group(now, true);
+      if (term_sent && !kill_sent && now >= kill_at) {
+        ::killpg(pgid, SIGKILL);
+        kill_sent = true;
+      }
+      // WNOWAIT: the zombie keeps its pid (and so the group id) reserved until
+      // the final killpg below, so that cannot hit a recycled group.
+      siginfo_t info{};
+      if (::waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | WNOHANG | WNOWAIT) == 0 &&
+          info.si_pid == pid) {
+        exited = true;
+        drain_until = since(t0) + opt.drain_s;
+      }
+    }
+    std::vector<pollfd> fds;
+    std::vector<int> which;
+    if (out_r.fd >= 0) fds.push_back({out_r.fd, POLLIN, 0}), which.push_back(1);
+    if (err_r.fd >= 0) fds.push_back({err_r.fd, POLLIN, 0}), which.push_back(2);
+    if (res_r && res_r->fd >= 0) fds.push_back({res_r->fd, POLLIN, 0}), which.push_back(3);
+    if (exited && (fds.empty() || since(t0) >= drain_until)) break;
+
+    // Sleep until the next thing to do; child exit is noticed by polling
+    // (no SIGCHLD handler: the tuner's signal handling stays its own).
+    double wake = exited ? drain_until : std::min({next_sample, deadline, kill_at});
+    if (!exited) wake = std::min(wake, since(t0) + 0.01);
+    int ms = static_cast<int>(std::clamp((wake - since(t0)) * 1000.0, 0.0, 50.0));
+    if (fds.empty()) {
+      // Outputs closed, child not yet reaped: usually it is exiting right
+      // now, so wait briefly first and back off for one that lives on.
+      ::usleep(static_cast<useconds_t>(std::min<double>(ms * 1000.0, idle_us)));
+      idle_us = std::min(idle_us * 2, 10000.0);
+      continue;
+    }
+    int n = ::poll(fds.data(), fds.size(), std::max(ms, 1));
+    if (n <= 0) continue;
+    for (std::size_t i = 0; i < fds.size(); ++i) {
+      if (!(fds[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
+      ssize_t r = ::read(fds[i].fd, buf.data(), buf.size());
+      if (r < 0 && errno == EINTR) continue;
+      if (r <= 0) {
+        (which[i] == 1 ? out_r : which[i] == 2 ? err_r : *res_r).reset();
+        continue;
+      }
+      const auto k = static_cast<std::size_t>(r);
+      if (which[i] == 1) out.append(buf.data(), k);
+      else if (which[i] == 2) err.append(buf.data(), k);
+      else result.append(buf.data(), k), got_result = true;
+    }
+  }
+  // No orphans: whatever of the group is still alive (a grandchild holding
+  // the pipe, a worker that ignored SIGTERM) goes now; then reap the child.
+  ::killpg(pgid, SIGKILL);
+  int status = 0;
+  rusage ru{};
+  while (::wait4(pid, &status, 0, &ru) < 0 && errno == EINTR) {
+  }
+  run.wall_s = since(t0);
+  // ru_maxrss (KiB) covers the child even when it lived between two samples.
+  run.peak_ram_bytes = std::max(run.peak_ram_bytes, static_cast<double>(ru.ru_maxrss) * 1024.0);
+  if (WIFEXITED(status)) {
+    run.exit_code = WEXITSTATUS(status);
+  } else if (WIFSIGNALED(status)) {
+    run.signal = WTERMSIG(status);
+    run.runner_killed = (run.signal == SIGTERM && term_sent) || (run.signal == SIGKILL && kill_sent);
+  }
+  // A child that exited (or was killed) after our SIGTERM is still a timeout.
+  run.stdout_tail = out.take();
+  run.stderr_tail = err.take();
+  if (got_result) run.result = std::move(result);
+  if (!opt.log_dir.empty()) {
+    write_log(opt.log_dir, "stdout.txt", run.stdout_tail);
+    write_log(opt.log_dir, "stderr.txt", run.stderr_tail);
+  }
+  return run;
+}
+
+}  // namespace
+
+ExternalRun run_forked(const std::function<int(int result_fd)>& body, const ChildOptions& opt) {
+  const auto t0 = Clock::now();
+  Fd out_r, out_w, err_r, err_w, res_r, res_w;
+  ExternalRun failed;
+  if (!make_pipe(out_r, out_w) || !make_pipe(err_r, err_w) || !make_pipe(res_r, res_w)) {
+    failed.spawn_error = fmt::format("pipe: {}", std::strerror(errno));
+    return failed;
+  }
+  std::fflush(nullptr);  // buffered output must not be written twice
+  const pid_t parent = ::getpid();
+  pid_t pid = ::fork();
+  if (pid < 0) {
+    failed.spawn_error = fmt::format("fork: {}", std::strerror(errno));
+    return failed;
+  }
+  if (pid == 0) {
+    child_setup(out_w.fd, err_w.fd, opt.cpus, parent);
+    int code = 127;
+    try {
+      code = body(res_w.fd);
+    } catch (...) {
+      code = 127;
+    }
+    std::fflush(nullptr);
+    ::_exit(code);
+  }
+  out_w.reset();
+  err_w.reset();
+  res_w.reset();
+  return supervise(pid, out_r, err_r, &res_r, opt, t0);
+}
+
+ExternalRun run_external(const ExternalCommand& cmd, const std::map<std::string, std::string>& extra_env,
+                         const ChildOptions& opt) {
+  const auto t0 = Clock::now();
+  ExternalRun failed;
+  if (cmd.argv.empty()) {
+    failed.spawn_error = "empty command";
+    return failed;
+  }
+  // Everything the child needs is built before fork: after it, only
+  // async-signal-safe calls (the tuner may have other threads).
+  std::map<std::string, std::string> env;
+  for (char** e = environ; e && *e; ++e) {
+    std::string_view kv(*e);
+    auto eq = kv.find('=');
+    if (eq == std::string_view::npos) continue;
+    env[std::string(kv.substr(0, eq))] = std::string(kv.substr(eq + 1));
+  }
+  for (const auto& [k, v] : extra_env) env[k] = v;
+  for (const auto& [k, v] : cmd.env) env[k] = v;
+  std::vector<std::string> env_strings;
+  for (const auto& [k, v] : env) env_strings.push_back(k + "=" + v);
+  std::vector<char*> envp;
+  for (auto& s : env_strings) envp.push_back(s.data());
+  envp.push_back(nullptr);
+  std::vector<std::string> args = cmd.argv;
+  const std::string program = resolve_program(args[0], env);
+  if (program.empty()) {
+    failed.spawn_error = fmt::format("'{}' not found in PATH", args[0]);
+    return failed;
+  }
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  const std::string cwd = cmd.cwd.string();
+  if (!cmd.result_file.empty()) {
+    std::error_code ec;
+    std::filesystem::remove(cmd.result_file, ec);  // fresh: a stale result must not count
+  }
+
+  Fd out_r, out_w, err_r, err_w;
+  if (!make_pipe(out_r, out_w) || !make_pipe(err_r, err_w)) {
+    failed.spawn_error = fmt::format("pipe: {}", std::strerror(errno));
+    return failed;
+  }
+  const pid_t parent = ::getpid();
+  pid_t pid = ::fork();
+  if (pid < 0) {
+    failed.spawn_error = fmt::format("fork: {}", std::strerror(errno));
+    return failed;
+  }
+  if (pid == 0) {
+    child_setup(out_w.fd, err_w.fd, opt.cpus, parent);
+    if (!cwd.empty() && ::chdir(cwd.c_str()) != 0) child_fail("chdir", cwd.c_str());
+    // Descriptors the tuner (or another slot's thread) opened without
+    // O_CLOEXEC must not reach the trial: a leaked pipe end would keep
+    // another trial's output open.
+    ::syscall(SYS_close_range, 3U, ~0U, 0U);
+    ::execve(program.c_str(), argv.data(), envp.data());
+    child_fail("exec", program.c_str());
+  }
+  out_w.reset();
+  err_w.reset();
+  ExternalRun run = supervise(pid, out_r, err_r, nullptr, opt, t0);
+  if (!cmd.result_file.empty()) {
+    std::ifstream in(cmd.result_file, std::ios::binary);
+    if (in) {
+      std::stringstream ss;
+      ss << in.rdbuf();
+      run.result = ss.str();
+    }
+    if (!cmd.keep_result_file) {
+      std::error_code ec;
+      std::filesystem::remove(cmd.result_file, ec);
+    }
+  }
+  return run;
+}
+
+std::optional<Outcome> classify_termination(const ExternalRun& run) {
+  if (!run.spawn_error.empty()) return Outcome::failure(Status::error, "could not start: " + run.spawn_error);
+  if (run.cancelled) return Outcome::failure(Status::timeout, "stopped: the tuner was interrupted");
+  if (run.timed_out)
+    return Outcome::failure(Status::timeout, run.signal == SIGKILL ? "timed out; killed after the grace period"
+                                                                   : "timed out; stopped by SIGTERM");
+  if (run.signal == SIGKILL)
+    return Outcome::failure(Status::host_oom,
+                            "killed by SIGKILL that the tuner did not send (the kernel's OOM killer?)");
+  if (run.signal != 0) {
+    const char* name = ::sigabbrev_np(run.signal);
+    return Outcome::failure(Status::crash, fmt::format("killed by signal {} (SIG{}: {})", run.signal,
+                                                       name ? name : "?", ::strsignal(run.signal)));
+  }
+  return std::nullopt;
+}
+
+std::optional<Status> find_oom_message(std::string_view text, std::string* what) {
+  // Device allocation failures, as the frameworks print them. Matched
+  // case-sensitively and as whole phrases, so a log line that merely
+  // mentions "memory" does not count.
+  static constexpr std::string_view kDevice[] = {
+      "CUDA out of memory",           // torch: "torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate"
+      "OutOfMemoryError",             // torch.cuda.OutOfMemoryError / torch.OutOfMemoryError in a traceback
+      "CUDA error: out of memory",    // torch/driver via cudaGetErrorString
+      "HIP out of memory",            // ROCm builds of torch
+      "CUBLAS_STATUS_ALLOC_FAILED",   // cuBLAS workspace / handle
+      "CUDNN_STATUS_ALLOC_FAILED",
+      "cudaErrorMemoryAllocation",    // runtime API (also thrust's bad_alloc text)
+      "CUDA_ERROR_OUT_OF_MEMORY",     // driver API
+      "RESOURCE_EXHAUSTED: Out of memory",  // JAX / XLA
+      "OOM when allocating tensor",   // TensorFlow
+  };
+  // Host allocation failures: a configuration whose RAM does not fit.
+  static constexpr std::string_view kHost[] = {
+      "std::bad_alloc",  // C++ new
+      "\nMemoryError",   // Python, at the start of the traceback's last line
+  };
+  for (auto p : kDevice)
+    if (text.find(p) != std::string_view::npos) {
+      if (what) *what = std::string(p);
+      return Status::oom;
+    }
+  for (auto p : kHost)
+    if (text.find(p) != std::string_view::npos || text.substr(0, p.size() - 1) == p.substr(1)) {
+      if (what) *what = std::string(p[0] == '\n' ? p.substr(1) : p);
+      return Status::host_oom;
+    }
+  return std::nullopt;
+}
+
+std::string tail_for_reason(std::string_view text, std::size_t max_bytes) {
+  while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.remove_suffix(1);
+  if (text.size() <= max_bytes) return std::string(text);
+  return "..." + std::string(text.substr(text.size() - max_bytes));
+}
+
+}  // namespace autotune

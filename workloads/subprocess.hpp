@@ -1,0 +1,72 @@
+#pragma once
+// One trial in a child process: its own process group, a timeout (SIGTERM to
+// the group, a grace period, then SIGKILL), standard output and error drained
+// through pipes into bounded tails, peak host memory of the whole group
+// polled from /proc, and nothing of the group left alive when it returns.
+//
+// Promises:
+// - run_child() returns within timeout + grace + drain (plus polling slack),
+//   whatever the child does: a grandchild that keeps the pipes open is killed
+//   with the group once the child has exited and `drain_s` has passed.
+// - It never throws for anything the child does; a failure to start is
+//   ExternalRun::spawn_error.
+// - Safe to call from several threads at once (parallel slots): pipes are
+//   close-on-exec and an exec'd child closes every other descriptor.
+// - If the tuner itself dies, the child gets SIGKILL (PR_SET_PDEATHSIG; kept
+//   across exec, so a script that the shell exec's gets it too).
+// Not covered: a descendant that leaves the group (setsid, setpgid) escapes
+// the final kill, and grandchildren outlive a tuner that was SIGKILLed; both
+// need cgroups, which we do not assume.
+#include <cstddef>
+#include <functional>
+
+#include "workloads/workload.hpp"
+
+namespace autotune {
+
+struct ChildOptions {
+  double timeout_s = 0;              // 0: none
+  double term_grace_s = 5.0;         // SIGTERM -> SIGKILL
+  double drain_s = 0.5;              // after the child exits, how long to keep reading pipes
+  std::size_t tail_bytes = 64 * 1024;  // kept of each of stdout and stderr
+  double ram_poll_s = 0.05;          // /proc sampling period
+  std::vector<int> cpus;             // affinity of the child (empty: inherited)
+  std::function<bool()> cancel;      // polled; true stops the child like a timeout (Ctrl-C)
+  std::filesystem::path log_dir;     // non-empty: stdout.txt / stderr.txt tails written there
+};
+
+// Forks a child that runs `body(result_fd)` in this program (no exec), with
+// stdout/stderr redirected into the pipes; whatever it writes to result_fd
+// comes back as ExternalRun::result. The child _exit()s with body's return
+// value (127 when body throws). For in-process workloads under isolation.
+ExternalRun run_forked(const std::function<int(int result_fd)>& body, const ChildOptions& opt);
+
+// Starts an ExternalCommand: environment = this process's, then
+// `extra_env` (e.g. TrialContext::env), then cmd.env. Reads and (unless
+// kept) removes cmd.result_file.
+ExternalRun run_external(const ExternalCommand& cmd, const std::map<std::string, std::string>& extra_env,
+                         const ChildOptions& opt);
+
+// The classification every external trial shares: could not start -> error,
+// timeout -> timeout, cancelled -> timeout, SIGKILL not sent by the runner ->
+// host_oom, other signals -> crash. nullopt when the program exited by itself.
+std::optional<Outcome> classify_termination(const ExternalRun& run);
+
+// Device (or host) out-of-memory messages in a program's standard error:
+// Status::oom for CUDA/HIP/cuBLAS/cuDNN/XLA/TensorFlow device allocation
+// failures, Status::host_oom for std::bad_alloc and Python's MemoryError,
+// nullopt otherwise. The matched text is put in `what`.
+std::optional<Status> find_oom_message(std::string_view text, std::string* what = nullptr);
+
+// The last `max_bytes` of `text`, with a marker when cut (for reasons).
+std::string tail_for_reason(std::string_view text, std::size_t max_bytes = 2000);
+
+}  // namespace autotune
+
+namespace autotune {
+
+// What every external trial adds to its Outcome: `ram_bytes` from the
+// runner's own measurement unless the program reported it, and the wall time.
+Outcome with_run_facts(Outcome o, const ExternalRun& run);
+
+}  // namespace autotune
