@@ -9,5 +9,7 @@ namespace autotune {
 std::unique_ptr<Strategy> make_random_strategy(const StrategyContext& ctx);
 std::unique_ptr<Strategy> make_grid_strategy(const StrategyContext& ctx);
 std::unique_ptr<Strategy> make_heuristic_strategy(const StrategyContext& ctx);
+std::unique_ptr<Strategy> make_anneal_strategy(const StrategyContext& ctx);
+std::unique_ptr<Strategy> make_bo_strategy(const StrategyContext& ctx);
 
 }  // namespace autotune

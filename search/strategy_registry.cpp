@@ -11,6 +11,8 @@ const std::vector<StrategyInfo>& strategy_catalog() {
       {"grid", "exhaustive, in lexicographic order of the declared domains", make_grid_strategy},
       {"heuristic", "the tuning-guide recipe: batch size, then workers, prefetch, precision, accumulation",
        make_heuristic_strategy},
+      {"anneal", "simulated annealing over the integer domains, restarts after stagnation", make_anneal_strategy},
+      {"bo", "Gaussian-process Bayesian optimisation: log EI x P(feasible) over the whole space", make_bo_strategy},
   };
   return catalog;
 }

@@ -1,0 +1,263 @@
+// bo: Gaussian-process Bayesian optimisation of log-throughput.
+//
+//  - Initial design: the context's initial configurations (StrategyBase asks
+//    them first), then space-filling points up to max(4, min(d+1, budget/4))
+//    (d+1 when the budget is unknown): best-of-256 maximin over random valid
+//    unasked configurations, skipping those the feasibility model rules out.
+//  - Model: a GP (search/gp) on log(throughput) of `ok` trials only; failures
+//    feed the FeasibilityModel instead (no penalty imputation, SEARCH-NOTES).
+//  - Acquisition: log EI (Ament et al. 2023) + log P(feasible), scored on every
+//    valid unasked configuration when the space can be listed; otherwise on
+//    random candidates refined by a local search over neighbours.
+//  - Pending proposals: Kriging believer — the GP is conditioned on pending
+//    points with its own posterior mean as their value (hyperparameters
+//    unchanged), which flattens EI around them; a pending point also counts as
+//    feasible evidence for nothing (the feasibility model sees outcomes only).
+//  - recommend(): the measured ok configuration with the best posterior mean.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+
+#include "search/feasibility.hpp"
+#include "search/gp/gaussian_process.hpp"
+#include "search/strategies.hpp"
+
+namespace autotune {
+namespace {
+
+constexpr double kMinFeasible = 0.02;   // candidates below this are dropped while others remain
+constexpr int kRandomCandidates = 2000;  // when the space cannot be listed
+
+class BoStrategy final : public StrategyBase {
+ public:
+  explicit BoStrategy(const StrategyContext& ctx)
+      : StrategyBase(ctx),
+        m_feasibility(m_space, ctx.vram_limit_bytes, ctx.ram_limit_bytes),
+        m_gp(groups(m_space)) {
+    const int d = static_cast<int>(m_space.dims());
+    m_initial = ctx.budget > 0 ? std::max(4, std::min(d + 1, ctx.budget / 4)) : d + 1;
+  }
+  std::string_view name() const override { return "bo"; }
+
+  std::optional<Config> recommend() const override {
+    std::vector<const Observation*> ok;
+    for (const auto& o : history())
+      if (o.outcome.ok() && o.outcome.throughput > 0) ok.push_back(&o);
+    if (ok.size() < 3) return StrategyBase::recommend();
+    gp::GaussianProcess g = m_gp;  // a copy: recommend() is const
+    g.set_data(matrix_of(ok), targets_of(ok));
+    std::mt19937_64 rng(m_ctx.seed ^ 0x5eedULL);
+    if (!g.fit(rng)) return StrategyBase::recommend();
+    const Eigen::VectorXd mean = g.mean_at_data();
+    Eigen::Index best = 0;
+    mean.maxCoeff(&best);
+    return ok[static_cast<std::size_t>(best)]->config;
+  }
+
+ protected:
+  void observe(const Observation& /*obs*/) override { m_dirty = true; }
+
+  std::optional<Config> propose() override {
+    if (m_dirty) {
+      m_feasibility.update(history(), m_rng);
+      m_dirty = false;
+    }
+    std::vector<const Observation*> ok;
+    for (const auto& o : history())
+      if (o.outcome.ok() && o.outcome.throughput > 0) ok.push_back(&o);
+    const std::size_t asked = history().size() + pending().size();
+    if (asked < static_cast<std::size_t>(m_initial) || ok.size() < 2) return space_filling();
+    if (!fit(ok)) return space_filling();
+    return best_candidate(ok);
+  }
+
+ private:
+  static std::vector<int> groups(const SearchSpace& s) {
+    return {s.encoded_owner().begin(), s.encoded_owner().end()};
+  }
+
+  Eigen::MatrixXd matrix_of(const std::vector<const Observation*>& obs) const {
+    Eigen::MatrixXd x(static_cast<Eigen::Index>(obs.size()), static_cast<Eigen::Index>(m_space.encoded_dims()));
+    for (std::size_t i = 0; i < obs.size(); ++i)
+      x.row(static_cast<Eigen::Index>(i)) = m_space.encode(obs[i]->config).transpose();
+    return x;
+  }
+  static Eigen::VectorXd targets_of(const std::vector<const Observation*>& obs) {
+    Eigen::VectorXd y(static_cast<Eigen::Index>(obs.size()));
+    for (std::size_t i = 0; i < obs.size(); ++i) y[static_cast<Eigen::Index>(i)] = std::log(obs[i]->outcome.throughput);
+    return y;
+  }
+
+  bool fit(const std::vector<const Observation*>& ok) {
+    m_gp.set_data(matrix_of(ok), targets_of(ok));
+    gp::FitOptions fo;
+    // Fewer restarts as data grows: the previous optimum is a good start then.
+    const bool large = ok.size() >= 30;
+    fo.random_starts = large ? 1 : 2;
+    fo.default_starts = !large;
+    fo.max_evaluations = large ? 40 : 80;
+    return m_gp.fit(m_rng, fo);
+  }
+
+  // Candidates: every unasked valid configuration, or a random sample.
+  std::vector<const Config*> candidates(std::vector<Config>& storage) {
+    std::vector<const Config*> out;
+    if (const auto& all = valid_configs()) {
+      for (const auto& c : *all)
+        if (!was_asked(c)) out.push_back(&c);
+      return out;
+    }
+    std::set<Config> seen;
+    for (int i = 0; i < kRandomCandidates; ++i) {
+      auto c = m_space.sample(m_rng, 200);
+      if (c && !was_asked(*c) && seen.insert(*c).second) storage.push_back(std::move(*c));
+    }
+    for (const auto& c : storage) out.push_back(&c);
+    return out;
+  }
+
+  Eigen::MatrixXd encode_all(const std::vector<const Config*>& cs) const {
+    Eigen::MatrixXd x(static_cast<Eigen::Index>(cs.size()), static_cast<Eigen::Index>(m_space.encoded_dims()));
+    for (std::size_t i = 0; i < cs.size(); ++i) x.row(static_cast<Eigen::Index>(i)) = encoded(*cs[i]).transpose();
+    return x;
+  }
+  // Encodings of listed configurations are cached: the space is fixed.
+  Eigen::VectorXd encoded(const Config& c) const {
+    auto it = m_encoding_cache.find(c);
+    if (it != m_encoding_cache.end()) return it->second;
+    Eigen::VectorXd e = m_space.encode(c);
+    if (m_encoding_cache.size() < 200'000) m_encoding_cache.emplace(c, e);
+    return e;
+  }
+
+  // log EI + log P(feasible) per candidate, -inf where the candidate is
+  // dropped (P < kMinFeasible while others remain) or provably not the best:
+  // P <= 1, so once the best score found reaches the next-largest log EI, no
+  // unscored candidate can beat it and the feasibility models (the costlier
+  // part on a large space) need not see it.
+  std::vector<double> scores(const gp::GaussianProcess& model, double best,
+                             const std::vector<const Config*>& cs, const Eigen::MatrixXd& x) const {
+    constexpr double kNegInf = -std::numeric_limits<double>::infinity();
+    Eigen::VectorXd mean, var;
+    model.predict(x, mean, var);
+    const std::size_t n = cs.size();
+    std::vector<double> lei(n), s(n, kNegInf), p(n, -1.0);
+    for (std::size_t i = 0; i < n; ++i) {
+      const auto k = static_cast<Eigen::Index>(i);
+      lei[i] = gp::log_expected_improvement(mean[k], std::sqrt(var[k]), best);
+    }
+    std::vector<std::size_t> order(n);
+    for (std::size_t i = 0; i < n; ++i) order[i] = i;
+    std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return lei[a] > lei[b]; });
+    constexpr std::size_t kChunk = 256;
+    double best_plausible = kNegInf;
+    std::size_t done = 0;
+    while (done < n && !(best_plausible >= lei[order[done]])) {
+      const std::size_t end = std::min(n, done + kChunk);
+      std::vector<const Config*> part;
+      Eigen::MatrixXd xp(static_cast<Eigen::Index>(end - done), x.cols());
+      for (std::size_t j = done; j < end; ++j) {
+        part.push_back(cs[order[j]]);
+        xp.row(static_cast<Eigen::Index>(j - done)) = x.row(static_cast<Eigen::Index>(order[j]));
+      }
+      const Eigen::VectorXd pf = m_feasibility.probability(part, xp);
+      for (std::size_t j = done; j < end; ++j) {
+        const std::size_t i = order[j];
+        p[i] = pf[static_cast<Eigen::Index>(j - done)];
+        if (p[i] >= kMinFeasible) {
+          s[i] = lei[i] + std::log(p[i]);
+          best_plausible = std::max(best_plausible, s[i]);
+        }
+      }
+      done = end;
+    }
+    if (best_plausible == kNegInf)  // nothing plausible anywhere: rank by the product alone
+      for (std::size_t i = 0; i < n; ++i) s[i] = lei[i] + std::log(std::max(p[i], 1e-12));
+    return s;
+  }
+
+  std::optional<Config> best_candidate(const std::vector<const Observation*>& ok) {
+    std::vector<Config> storage;
+    std::vector<const Config*> cs = candidates(storage);
+    if (cs.empty()) return random_unasked();
+    // The incumbent: the best posterior mean among measured points (noisy EI
+    // with a plug-in best; Picheny et al. 2013).
+    const double best = m_gp.mean_at_data().maxCoeff();
+    gp::GaussianProcess model = m_gp;
+    if (!pending().empty()) {
+      Eigen::MatrixXd xp(static_cast<Eigen::Index>(pending().size()), static_cast<Eigen::Index>(m_space.encoded_dims()));
+      Eigen::Index r = 0;
+      for (const auto& c : pending()) xp.row(r++) = m_space.encode(c).transpose();
+      model = m_gp.with_believed(xp);
+      if (!model.ready()) model = m_gp;
+    }
+    Eigen::MatrixXd x = encode_all(cs);
+    std::vector<double> s = scores(model, best, cs, x);
+    std::size_t arg = 0;
+    for (std::size_t i = 1; i < s.size(); ++i)
+      if (s[i] > s[arg]) arg = i;
+    Config chosen = *cs[arg];
+    if (!valid_configs()) chosen = local_search(model, best, chosen, s[arg]);
+    (void)ok;
+    return chosen;
+  }
+
+  // Hill-climb on the acquisition over neighbours (only when the space is too
+  // large to list).
+  Config local_search(const gp::GaussianProcess& model, double best, Config current, double score) {
+    for (int step = 0; step < 20; ++step) {
+      std::vector<Config> nbs;
+      for (auto& nb : m_space.neighbours(current))
+        if (!was_asked(nb)) nbs.push_back(std::move(nb));
+      if (nbs.empty()) break;
+      std::vector<const Config*> ptr;
+      for (const auto& c : nbs) ptr.push_back(&c);
+      std::vector<double> s = scores(model, best, ptr, encode_all(ptr));
+      auto it = std::max_element(s.begin(), s.end());
+      if (*it <= score) break;
+      score = *it;
+      current = nbs[static_cast<std::size_t>(it - s.begin())];
+    }
+    return current;
+  }
+
+  // Best-of-k maximin over random valid unasked configurations, preferring
+  // those the feasibility model does not rule out.
+  std::optional<Config> space_filling() {
+    std::vector<Eigen::VectorXd> taken;
+    for (const auto& o : history()) taken.push_back(m_space.encode(o.config));
+    for (const auto& c : pending()) taken.push_back(m_space.encode(c));
+    std::optional<Config> best;
+    double best_score = -1.0;
+    for (int k = 0; k < 256; ++k) {
+      auto c = random_unasked();
+      if (!c) break;
+      double dmin = taken.empty() ? 1.0 : std::numeric_limits<double>::infinity();
+      const Eigen::VectorXd e = m_space.encode(*c);
+      for (const auto& t : taken) dmin = std::min(dmin, (e - t).squaredNorm());
+      Eigen::MatrixXd x = e.transpose();
+      const double p = m_feasibility.probability({&*c}, x)[0];
+      const double score = std::sqrt(dmin) * (p < kMinFeasible ? 1e-3 : p);
+      if (score > best_score) {
+        best_score = score;
+        best = c;
+      }
+    }
+    return best;
+  }
+
+  FeasibilityModel m_feasibility;
+  gp::GaussianProcess m_gp;
+  int m_initial = 4;
+  bool m_dirty = true;
+  mutable std::map<Config, Eigen::VectorXd> m_encoding_cache;
+};
+
+}  // namespace
+
+std::unique_ptr<Strategy> make_bo_strategy(const StrategyContext& ctx) {
+  return std::make_unique<BoStrategy>(ctx);
+}
+
+}  // namespace autotune
