@@ -62,6 +62,8 @@ bool FeasibilityModel::uses_at_least(const Config& c, const Config& f) const {
 }
 
 bool FeasibilityModel::known_infeasible(const Config& c) const {
+  for (std::size_t d = 0; d < m_unusable.size(); ++d)
+    if (!m_unusable[d].empty() && m_unusable[d][static_cast<std::size_t>(c[d])]) return true;
   for (const auto& f : m_failed)
     if (uses_at_least(c, f)) return true;
   return false;
@@ -83,12 +85,28 @@ void FeasibilityModel::update(const std::vector<Observation>& history, std::mt19
     const bool memory_failure = s == Status::oom || s == Status::host_oom || s == Status::invalid;
     if (memory_failure) m_failed.push_back(o.config);
     if (o.outcome.ok()) m_fitted.push_back(o.config);
-    if (o.outcome.ok() || is_resource_failure(s)) {
-      x.push_back(m_space.encode(o.config));
-      label.push_back(o.outcome.ok() ? 1.0 : 0.0);
-    }
+    // Every failure is evidence for the classifier: a configuration value
+    // that always errors (say a precision the workload cannot run) is as
+    // much to be avoided as one that runs out of memory.
+    x.push_back(m_space.encode(o.config));
+    label.push_back(o.outcome.ok() ? 1.0 : 0.0);
   }
   fit_logistic(x, label);
+
+  constexpr int kUnusableAfter = 2;
+  m_unusable.assign(m_space.dims(), {});
+  for (std::size_t d = 0; d < m_space.dims(); ++d) {
+    if (m_space.param(d).scale != Scale::categorical) continue;
+    const std::size_t n = m_space.param(d).values.size();
+    std::vector<int> ok(n, 0), broken(n, 0);
+    for (const auto& o : history) {
+      const auto k = static_cast<std::size_t>(o.config[d]);
+      if (o.outcome.ok()) ++ok[k];
+      else if (o.outcome.status == Status::error || o.outcome.status == Status::crash) ++broken[k];
+    }
+    m_unusable[d].assign(n, false);
+    for (std::size_t k = 0; k < n; ++k) m_unusable[d][k] = ok[k] == 0 && broken[k] >= kUnusableAfter;
+  }
   if (!m_memory.empty()) {
     fit_memory(m_memory[0], history,
                m_memory[0].metric == "vram_bytes" ? std::initializer_list<Status>{Status::oom}
@@ -102,7 +120,7 @@ void FeasibilityModel::fit_logistic(const std::vector<Eigen::VectorXd>& x, const
   m_logit_w.resize(0);
   bool any_zero = false;
   for (double l : label) any_zero = any_zero || l == 0.0;
-  if (!any_zero) return;  // nothing failed for resources: no evidence of a boundary
+  if (!any_zero) return;  // nothing failed: no evidence of a boundary
   const auto n = static_cast<Eigen::Index>(x.size());
   const auto d = static_cast<Eigen::Index>(m_space.encoded_dims()) + 1;
   Eigen::MatrixXd a(n, d);

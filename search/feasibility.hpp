@@ -64,6 +64,10 @@ class FeasibilityModel {
   std::vector<std::vector<double>> m_rank;   // per parameter, per value
   std::vector<Config> m_failed;              // memory failures
   std::vector<Config> m_fitted;              // ran ok
+  // Per categorical parameter, per value: the workload cannot run it (it
+  // errored or crashed at least twice and never ran), e.g. a precision the
+  // cpu workload does not have.
+  std::vector<std::vector<bool>> m_unusable;
   Eigen::VectorXd m_logit_w;                 // [bias, encoded...]; empty = no model
   std::vector<MemoryModel> m_memory;
 };

@@ -29,6 +29,12 @@ std::function<int()> add_validate_command(CLI::App& app) {
       std::cout << fmt::format("  {:<16} {:>3} values, {:<11} [{}]\n", p.name, p.values.size(),
                                std::string(to_string(p.scale)), vals);
     }
+    if (s.workload.kind == "cpu")
+      if (auto d = s.space.index_of("precision"))
+        for (const auto& v : s.space.param(*d).values)
+          if (to_string(v) != "fp32")
+            std::cout << "warning: the cpu workload measures fp32 only; precision " << to_string(v)
+                      << " gives `error` trials\n";
     std::cout << fmt::format("size: {:.0f} configurations before rules\n", s.space.cardinality());
     for (const auto& r : s.space.rules().rules()) std::cout << "rule: " << r << "\n";
     if (auto all = s.space.enumerate())

@@ -1039,7 +1039,7 @@ void Loader::read_workload(const Entry& e) {
     w.kind = *k;
     if (*k == "auto") {
       // A CUDA device is present when the driver's control node exists.
-      w.kind = find_workload("cuda") && fs::exists("/dev/nvidiactl") ? "cuda" : "cpu";
+      w.kind = cuda_device_present() ? "cuda" : "cpu";
     }
     info = find_workload(w.kind);
     if (!info) {
@@ -1212,18 +1212,30 @@ SpecLoadResult load_spec_file(const fs::path& path) {
   return r;
 }
 
+// `kind: auto` picks cuda when the binary has it and the driver shows a
+// device; checked without touching CUDA, which must not be initialised in a
+// process that later forks trials.
+bool cuda_device_present() { return find_workload("cuda") && fs::exists("/dev/nvidiactl"); }
+
 const std::string& embedded_default_spec() {
-  static const std::string kText = R"(# The embedded default: `autotune` with no --config. Tunes the built-in
+  // On a GPU every precision is a real choice; the cpu workload measures fp32
+  // only, so there the default does not spend trials on `error` outcomes.
+  static const std::string kText = std::string(R"(# The embedded default: `autotune` with no --config. Tunes the built-in
 # training harness on this machine (cuda with a GPU, else cpu) in about two
 # minutes on 2 cores.
 workload: {kind: auto, timeout: 120s}
 space:
   batch_size:      {values: [32, 64, 128, 256]}
-  num_workers:     {range: [0, 2]}
+)") + (cuda_device_present() ? R"(  num_workers:     {range: [0, 8]}
   prefetch_factor: {values: [2, 4]}
   pin_memory:      {values: [false, true]}
-  precision:       {values: [fp32, bf16]}
-  grad_accum:      {values: [1, 2]}
+  precision:       {values: [fp32, tf32, fp16, bf16]}
+)"
+                                                          : R"(  num_workers:     {range: [0, 2]}
+  prefetch_factor: {values: [2, 4]}
+  pin_memory:      {values: [false, true]}
+  precision:       {values: [fp32]}
+)") + R"(  grad_accum:      {values: [1, 2]}
 constraints:
   rules: ["batch_size * grad_accum <= 256"]
 objective: throughput
