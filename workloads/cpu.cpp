@@ -268,10 +268,7 @@ class CpuWorkload final : public Workload {
     o.metrics["ram_baseline_bytes"] = ram_baseline;
     o.metrics["ram_estimate_bytes"] = estimate;
     o.metrics["loss"] = last_loss;
-    if (ram_limit > 0 && ram > ram_limit) {
-      o.status = Status::invalid;
-      o.reason = fmt::format("peak host memory {} exceeds the ram limit {}", format_bytes(ram), format_bytes(ram_limit));
-    }
+    mark_if_over_ram_limit(o, ram, ram_limit);
     return o;
   }
 
@@ -287,16 +284,10 @@ WorkloadInfo cpu_workload_info() {
   info.summary = "the harness's loader and an MLP trained with Eigen in fp32: real threads, compute and memory";
   info.cheap = false;
   info.options = {
-      {"depth", OptionType::integer, OptionValue{I{2}}, "hidden layers of the MLP", {}, 0.0, 64.0},
-      {"width", OptionType::integer, OptionValue{I{256}}, "units per hidden layer", {}, 1.0, 65536.0},
-      {"input_dim", OptionType::integer, OptionValue{I{256}},
-       "floats per prepared sample (at most 2 * sample_bytes)", {}, 1.0, 1e7},
-      {"classes", OptionType::integer, OptionValue{I{10}}, "output classes", {}, 1.0, 1e6},
-      {"optimizer", OptionType::string, OptionValue{std::string("adam")}, "optimizer step", {"adam", "sgd"}},
-      {"learning_rate", OptionType::number, OptionValue{1e-3}, "optimizer learning rate", {}, 0.0, 10.0},
       {"threads", OptionType::integer, OptionValue{I{1}},
        "threads for Eigen's products (needs OpenMP); 1 leaves the other cores to the loader", {}, 1.0, 1024.0},
   };
+  for (auto& s : model_option_specs(ModelDefaults{})) info.options.push_back(std::move(s));
   for (auto& s : pipeline_option_specs(PipelineDefaults{})) info.options.push_back(std::move(s));
   info.make = [](const Options& o, const WorkloadEnv&) -> std::unique_ptr<Workload> {
     if (o.get_int("input_dim") > 2 * o.get_int("sample_bytes"))

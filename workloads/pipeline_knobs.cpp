@@ -1,6 +1,7 @@
 #include "workloads/pipeline_knobs.hpp"
 
 #include <algorithm>
+#include <fmt/format.h>
 #include <limits>
 
 namespace autotune {
@@ -71,6 +72,26 @@ void add_measure_metrics(const MeasureResult& r, Outcome& o) {
   o.metrics["timed_steps"] = static_cast<double>(r.timed_steps);
   o.metrics["windows"] = r.windows;
   o.metrics["measure_seconds"] = r.elapsed_seconds;
+}
+
+std::vector<OptionSpec> model_option_specs(const ModelDefaults& d) {
+  using I = std::int64_t;
+  return {
+      {"depth", OptionType::integer, OptionValue{I{d.depth}}, "hidden layers of the MLP", {}, 0.0, d.max_depth},
+      {"width", OptionType::integer, OptionValue{I{d.width}}, "units per hidden layer", {}, 1.0, d.max_width},
+      {"input_dim", OptionType::integer, OptionValue{I{d.input_dim}},
+       "floats per prepared sample (at most 2 * sample_bytes)", {}, 1.0, 1e7},
+      {"classes", OptionType::integer, OptionValue{I{d.classes}}, "output classes", {}, 1.0, 1e6},
+      {"optimizer", OptionType::string, OptionValue{std::string("adam")}, "optimizer step on FP32 master weights",
+       {"adam", "sgd"}},
+      {"learning_rate", OptionType::number, OptionValue{d.learning_rate}, "optimizer learning rate", {}, 0.0, 10.0},
+  };
+}
+
+void mark_if_over_ram_limit(Outcome& o, double ram_bytes, double ram_limit) {
+  if (ram_limit <= 0 || ram_bytes <= ram_limit) return;
+  o.status = Status::invalid;
+  o.reason = fmt::format("peak host memory {} exceeds the ram limit {}", format_bytes(ram_bytes), format_bytes(ram_limit));
 }
 
 }  // namespace autotune

@@ -38,6 +38,22 @@ struct PipelineDefaults {
 };
 std::vector<OptionSpec> pipeline_option_specs(const PipelineDefaults& d);
 
+// The MLP's options, the same keys for the cpu and cuda workloads.
+struct ModelDefaults {
+  std::int64_t depth = 2;
+  std::int64_t width = 256;
+  std::int64_t input_dim = 256;
+  std::int64_t classes = 10;
+  double learning_rate = 1e-3;
+  double max_depth = 64;
+  double max_width = 65536;
+};
+std::vector<OptionSpec> model_option_specs(const ModelDefaults& d);
+
+// A measured run whose peak host memory is over the spec's limit becomes
+// `invalid`, saying by how much (limit 0: none).
+void mark_if_over_ram_limit(Outcome& o, double ram_bytes, double ram_limit);
+
 // Reads the options and the configuration; empty on success, else why the
 // configuration is unusable (an `error` outcome). A trial timeout caps
 // max_seconds at 80% of it.

@@ -305,9 +305,8 @@ class CudaWorkload final : public Workload {
       o.status = Status::oom;
       o.reason = fmt::format("device memory in use {} exceeded the vram limit {}", format_bytes(peak_used),
                              format_bytes(vram_limit));
-    } else if (ram_limit > 0 && ram > ram_limit) {
-      o.status = Status::invalid;
-      o.reason = fmt::format("peak host memory {} exceeds the ram limit {}", format_bytes(ram), format_bytes(ram_limit));
+    } else {
+      mark_if_over_ram_limit(o, ram, ram_limit);
     }
     return o;
   }
@@ -324,17 +323,18 @@ WorkloadInfo cuda_workload_info() {
   info.summary = "the harness's loader and an MLP trained with cuBLAS on the GPU (fp32, tf32, fp16, bf16)";
   info.cheap = false;
   info.options = {
-      {"depth", OptionType::integer, OptionValue{I{4}}, "hidden layers of the MLP", {}, 0.0, 256.0},
-      {"width", OptionType::integer, OptionValue{I{4096}}, "units per hidden layer", {}, 1.0, 1048576.0},
-      {"input_dim", OptionType::integer, OptionValue{I{1024}},
-       "floats per prepared sample (at most 2 * sample_bytes)", {}, 1.0, 1e7},
-      {"classes", OptionType::integer, OptionValue{I{1000}}, "output classes", {}, 1.0, 1e6},
-      {"optimizer", OptionType::string, OptionValue{std::string("adam")}, "optimizer step on FP32 master weights",
-       {"adam", "sgd"}},
-      {"learning_rate", OptionType::number, OptionValue{1e-4}, "optimizer learning rate", {}, 0.0, 10.0},
       {"device", OptionType::integer, OptionValue{I{0}}, "CUDA device index (after CUDA_VISIBLE_DEVICES)", {}, 0.0,
        1024.0},
   };
+  ModelDefaults m;
+  m.depth = 4;
+  m.width = 4096;
+  m.input_dim = 1024;
+  m.classes = 1000;
+  m.learning_rate = 1e-4;
+  m.max_depth = 256;
+  m.max_width = 1048576;
+  for (auto& s : model_option_specs(m)) info.options.push_back(std::move(s));
   PipelineDefaults d;
   // On paper (this machine: ~1.3 ns per byte-pass and core): ~50 us of
   // preprocessing per sample, ~20k samples/s per worker, so 14 workers feed
