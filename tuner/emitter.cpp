@@ -59,22 +59,29 @@ void emit_exports(YAML::Emitter& e, const Assignment& best) {
   // PyTorch refuses prefetch_factor when num_workers is 0.
   const bool has_workers = workers && to_number(*workers) > 0;
 
+  // key: value, only for declared knobs.
+  auto put = [&e](const char* key, const Value* v) {
+    if (!v) return;
+    e << YAML::Key << key << YAML::Value;
+    emit_value(e, *v);
+  };
+
   e << YAML::Key << "exports" << YAML::Value << YAML::BeginMap;
 
   e << YAML::Key << "torch_dataloader" << YAML::Value << YAML::Flow << YAML::BeginMap;
-  if (bs) e << YAML::Key << "batch_size" << YAML::Value, emit_value(e, *bs);
-  if (workers) e << YAML::Key << "num_workers" << YAML::Value, emit_value(e, *workers);
-  if (prefetch && has_workers) e << YAML::Key << "prefetch_factor" << YAML::Value, emit_value(e, *prefetch);
+  put("batch_size", bs);
+  put("num_workers", workers);
+  if (prefetch && has_workers) put("prefetch_factor", prefetch);
   if (has_workers) e << YAML::Key << "persistent_workers" << YAML::Value << true;
-  if (pin) e << YAML::Key << "pin_memory" << YAML::Value, emit_value(e, *pin);
+  put("pin_memory", pin);
   e << YAML::EndMap;
 
   e << YAML::Key << "hf_training_arguments" << YAML::Value << YAML::Flow << YAML::BeginMap;
-  if (bs) e << YAML::Key << "per_device_train_batch_size" << YAML::Value, emit_value(e, *bs);
-  if (accum) e << YAML::Key << "gradient_accumulation_steps" << YAML::Value, emit_value(e, *accum);
-  if (workers) e << YAML::Key << "dataloader_num_workers" << YAML::Value, emit_value(e, *workers);
-  if (prefetch && has_workers) e << YAML::Key << "dataloader_prefetch_factor" << YAML::Value, emit_value(e, *prefetch);
-  if (pin) e << YAML::Key << "dataloader_pin_memory" << YAML::Value, emit_value(e, *pin);
+  put("per_device_train_batch_size", bs);
+  put("gradient_accumulation_steps", accum);
+  put("dataloader_num_workers", workers);
+  if (prefetch && has_workers) put("dataloader_prefetch_factor", prefetch);
+  put("dataloader_pin_memory", pin);
   if (prec == "bf16") e << YAML::Key << "bf16" << YAML::Value << true;
   if (prec == "fp16") e << YAML::Key << "fp16" << YAML::Value << true;
   if (prec == "tf32") e << YAML::Key << "tf32" << YAML::Value << true;
@@ -85,12 +92,12 @@ void emit_exports(YAML::Emitter& e, const Assignment& best) {
     const char* lp = prec == "bf16" ? "bf16-mixed" : prec == "fp16" ? "16-mixed" : "32-true";
     e << YAML::Key << "precision" << YAML::Value << lp;
   }
-  if (accum) e << YAML::Key << "accumulate_grad_batches" << YAML::Value, emit_value(e, *accum);
+  put("accumulate_grad_batches", accum);
   e << YAML::EndMap;
 
   e << YAML::Key << "deepspeed" << YAML::Value << YAML::Flow << YAML::BeginMap;
-  if (bs) e << YAML::Key << "train_micro_batch_size_per_gpu" << YAML::Value, emit_value(e, *bs);
-  if (accum) e << YAML::Key << "gradient_accumulation_steps" << YAML::Value, emit_value(e, *accum);
+  put("train_micro_batch_size_per_gpu", bs);
+  put("gradient_accumulation_steps", accum);
   if (prec == "bf16")
     e << YAML::Key << "bf16" << YAML::Value << YAML::BeginMap << YAML::Key << "enabled" << YAML::Value << true
       << YAML::EndMap;
