@@ -78,7 +78,11 @@ ReplayTable::ReplayTable(const std::filesystem::path& file, const std::vector<st
     for (std::size_t c = 0; c < row.size(); ++c) {
       if (c == *metric_col || (status_col && c == *status_col)) continue;
       if (std::find(param_cols.begin(), param_cols.end(), c) != param_cols.end()) continue;
-      if (auto x = parse_number(row[c])) o.metrics[t.header[c]] = *x;
+      if (auto x = parse_number(row[c])) {
+        // `seconds` is what the recorded trial took (sweep writes it), not a metric.
+        if (t.header[c] == "seconds") o.seconds = *x;
+        else o.metrics[t.header[c]] = *x;
+      }
     }
     std::string k;
     for (std::size_t c : param_cols) k += canonical(row[c]) + '\x1f';
