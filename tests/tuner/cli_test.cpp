@@ -7,6 +7,9 @@
 #include <yaml-cpp/yaml.h>
 
 #include <array>
+#include <map>
+
+#include <nlohmann/json.hpp>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -163,6 +166,39 @@ TEST_F(Cli, CtrlCWritesTheBestSoFarAndExits130) {
   const auto finished = count_finished(m_dir / "tuned.journal.jsonl");
   EXPECT_GE(finished, 3u);
   EXPECT_EQ(y["search"]["trials"].as<std::size_t>(), finished);
+}
+
+TEST_F(Cli, SigkilledTunerResumesWithoutLosingOrRepeatingTrials) {
+  // Trials in child processes (the default isolation), each taking 0.15 s.
+  auto spec = write("space.yaml", synthetic_spec("24", ", trial_seconds: 0.15"));
+  const std::string cmd = std::string(AUTOTUNE_BINARY) + " --config " + spec.string() + " --quiet";
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    ::execl("/bin/sh", "sh", "-c", ("exec " + cmd + " >/dev/null 2>&1").c_str(), nullptr);
+    ::_exit(127);
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(1200));
+  ::kill(pid, SIGKILL);
+  int st = 0;
+  ::waitpid(pid, &st, 0);
+  ASSERT_TRUE(WIFSIGNALED(st));
+  const auto journal = m_dir / "tuned.journal.jsonl";
+  const std::size_t before = count_finished(journal);
+  ASSERT_GE(before, 2u);
+  ASSERT_LT(before, 24u);
+
+  CliRun r = run("--config " + spec.string() + " --quiet --resume");
+  ASSERT_EQ(r.status, 0) << r.out;
+  // Every trial finished exactly once over both runs: none lost, none re-run.
+  std::ifstream in(journal);
+  std::map<std::string, int> finished;  // configuration -> finish records
+  for (std::string l; std::getline(in, l);) {
+    auto j = nlohmann::json::parse(l);
+    if (j["type"] == "finish") ++finished[j["config"].dump()];
+  }
+  EXPECT_EQ(finished.size(), 24u);
+  for (const auto& [config, n] : finished) EXPECT_EQ(n, 1) << config << " finished " << n << " times";
+  EXPECT_EQ(YAML::LoadFile((m_dir / "tuned.yaml").string())["search"]["trials"].as<int>(), 24);
 }
 
 TEST_F(Cli, SweepRecordsATableThatReplayReads) {
