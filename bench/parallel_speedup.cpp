@@ -16,6 +16,7 @@
 
 #include "search/strategy.hpp"
 #include "tuner/tune.hpp"
+#include "bench/landscapes.hpp"
 #include "workloads/synthetic.hpp"
 #include "workloads/workloads.hpp"
 
@@ -23,22 +24,6 @@ using namespace autotune;
 
 namespace {
 
-Value I(std::int64_t v) { return Value{v}; }
-
-SearchSpace design_space() {
-  std::vector<Value> workers;
-  for (std::int64_t w = 0; w <= 16; ++w) workers.push_back(I(w));
-  return SearchSpace({{"batch_size", {I(16), I(32), I(64), I(128), I(256), I(512)}, Scale::log},
-                      {"num_workers", workers, Scale::linear},
-                      {"prefetch_factor", {I(1), I(2), I(4), I(8)}, Scale::log},
-                      {"pin_memory", {Value{false}, Value{true}}, Scale::linear},
-                      {"precision",
-                       {Value{std::string("fp32")}, Value{std::string("tf32")}, Value{std::string("fp16")},
-                        Value{std::string("bf16")}},
-                       Scale::categorical},
-                      {"grad_accum", {I(1), I(2), I(4), I(8)}, Scale::log}},
-                     {"batch_size * grad_accum <= 1024"});
-}
 
 std::string cpu_model() {
   std::ifstream in("/proc/cpuinfo");
@@ -60,7 +45,7 @@ int main(int argc, char** argv) {
 
   auto info = synthetic_workload_info();
   auto workload = info.make(Options::with_defaults(info.options, {{"trial_seconds", OptionValue{trial_s}}}), {});
-  const SearchSpace space = design_space();
+  const SearchSpace space = bench::pipeline_space();
   double optimum = 0;
   const auto all = space.enumerate();
   for (const auto& c : *all) {

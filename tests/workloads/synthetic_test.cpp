@@ -4,6 +4,7 @@
 
 #include <cmath>
 
+#include "bench/landscapes.hpp"
 #include "search/space.hpp"
 #include "workloads/workloads.hpp"
 
@@ -26,26 +27,6 @@ double tp(const char* profile, const Assignment& a) {
   return o.throughput;
 }
 
-// The DESIGN's six-knob space, about 20k configurations.
-SearchSpace design_space() {
-  auto ints = [](std::initializer_list<std::int64_t> v) {
-    std::vector<Value> out;
-    for (auto x : v) out.emplace_back(x);
-    return out;
-  };
-  std::vector<Value> workers;
-  for (std::int64_t w = 0; w <= 16; ++w) workers.emplace_back(w);
-  return SearchSpace({{"batch_size", ints({16, 32, 64, 128, 256, 512}), Scale::log},
-                      {"num_workers", workers, Scale::linear},
-                      {"prefetch_factor", ints({1, 2, 4, 8}), Scale::log},
-                      {"pin_memory", {Value{false}, Value{true}}, Scale::linear},
-                      {"precision",
-                       {Value{std::string("fp32")}, Value{std::string("tf32")}, Value{std::string("fp16")},
-                        Value{std::string("bf16")}},
-                       Scale::categorical},
-                      {"grad_accum", ints({1, 2, 4, 8}), Scale::log}},
-                     {"batch_size * grad_accum <= 1024"});
-}
 
 TEST(Synthetic, KnobsActAsInARealPipeline) {
   // Workers help when loading dominates, up to the cores.
@@ -80,7 +61,7 @@ TEST(Synthetic, MemoryOverflowsAsOomAndHostOom) {
 }
 
 TEST(Synthetic, ProfilesHaveDifferentShapes) {
-  const SearchSpace space = design_space();
+  const SearchSpace space = bench::pipeline_space();
   const auto all = space.enumerate();
   ASSERT_TRUE(all);
   EXPECT_GT(all->size(), 10000u);
