@@ -148,7 +148,6 @@ WorkloadInfo command_workload_info() {
   info.make = [](const Options& o, const WorkloadEnv& env) -> std::unique_ptr<Workload> {
     return std::make_unique<CommandWorkload>(o, env);
   };
-  info.cheap = false;
   return info;
 }
 

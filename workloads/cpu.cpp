@@ -282,7 +282,6 @@ WorkloadInfo cpu_workload_info() {
   WorkloadInfo info;
   info.kind = "cpu";
   info.summary = "the harness's loader and an MLP trained with Eigen in fp32: real threads, compute and memory";
-  info.cheap = false;
   info.options = {
       {"threads", OptionType::integer, OptionValue{I{1}},
        "threads for Eigen's products (needs OpenMP); 1 leaves the other cores to the loader", {}, 1.0, 1024.0},

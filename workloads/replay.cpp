@@ -151,7 +151,6 @@ WorkloadInfo replay_workload_info() {
   WorkloadInfo info;
   info.kind = "replay";
   info.summary = "replays a CSV of recorded measurements (from `autotune sweep`), optionally with noise";
-  info.cheap = true;
   info.options = {
       {"file", OptionType::path, std::nullopt, "the CSV table"},
       {"noise", OptionType::number, OptionValue{0.0}, "extra relative noise (log-normal sigma)", {}, 0.0, 1.0},

@@ -142,7 +142,6 @@ WorkloadInfo synthetic_workload_info() {
   WorkloadInfo info;
   info.kind = "synthetic";
   info.summary = "analytic pipeline model with noise, for tests and strategy studies";
-  info.cheap = true;
   info.options = {
       {"profile", OptionType::string, OptionValue{std::string("balanced")}, "landscape shape", names},
       {"noise", OptionType::number, OptionValue{0.03}, "relative noise (log-normal sigma) of a measurement",

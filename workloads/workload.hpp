@@ -107,8 +107,6 @@ struct WorkloadInfo {
   std::string summary;
   std::vector<OptionSpec> options;
   std::function<std::unique_ptr<Workload>(const Options&, const WorkloadEnv&)> make;
-  // Whether running it inline (in the tuner's process) is sensible by default.
-  bool cheap = false;
 };
 
 // Every workload kind built into this binary, in a stable order.

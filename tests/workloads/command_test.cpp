@@ -6,6 +6,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <signal.h>
 #include <sys/wait.h>
 
@@ -50,7 +52,10 @@ double secs_since(std::chrono::steady_clock::time_point t0) {
 TEST(CommandWorkload, IsRegistered) {
   const WorkloadInfo* info = find_workload("command");
   ASSERT_NE(info, nullptr);
-  EXPECT_FALSE(info->cheap);
+  const auto cmd = std::find_if(info->options.begin(), info->options.end(),
+                                [](const OptionSpec& o) { return o.key == "command"; });
+  ASSERT_NE(cmd, info->options.end());
+  EXPECT_FALSE(cmd->default_value) << "`command` is required";
 }
 
 TEST(CommandWorkload, OkFromLastStdoutLine) {

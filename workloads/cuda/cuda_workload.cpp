@@ -321,7 +321,6 @@ WorkloadInfo cuda_workload_info() {
   WorkloadInfo info;
   info.kind = "cuda";
   info.summary = "the harness's loader and an MLP trained with cuBLAS on the GPU (fp32, tf32, fp16, bf16)";
-  info.cheap = false;
   info.options = {
       {"device", OptionType::integer, OptionValue{I{0}}, "CUDA device index (after CUDA_VISIBLE_DEVICES)", {}, 0.0,
        1024.0},
