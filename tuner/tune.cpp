@@ -113,8 +113,8 @@ TuneResult run_tuning(const Spec& spec, const MeasureFn& measure, const TuneOpti
   int next_trial = 1;
 
   // Resume: replay finished trials through tell(); queue unfinished ones.
-  const bool have_journal = std::filesystem::exists(spec.output.journal);
-  if (options.resume && have_journal) {
+  const bool resuming = options.resume && std::filesystem::exists(spec.output.journal);
+  if (resuming) {
     JournalContents j;
     try {
       j = read_journal(spec.output.journal);
@@ -145,21 +145,22 @@ TuneResult run_tuning(const Spec& spec, const MeasureFn& measure, const TuneOpti
       return false;
     });
   }
-  JournalWriter journal(spec.output.journal, !(options.resume && have_journal));
-  if (!(options.resume && have_journal)) journal.header(journal_header(spec));
+  JournalWriter journal(spec.output.journal, /*truncate=*/!resuming);
+  if (!resuming) journal.header(journal_header(spec));
 
   const auto t0 = Clock::now();
   auto elapsed = [&] { return earlier_s + std::chrono::duration<double>(Clock::now() - t0).count(); };
-  auto best_so_far = [&]() -> std::optional<double> {
-    std::optional<double> b;
-    for (const auto& t : result.trials)
-      if (t.outcome.ok() && (!b || t.outcome.throughput > *b)) b = t.outcome.throughput;
-    return b;
+  std::optional<double> best_so_far;
+  auto note_best = [&](const Outcome& o) {
+    if (o.ok() && (!best_so_far || o.throughput > *best_so_far)) best_so_far = o.throughput;
   };
 
   Progress progress(options, spec.search.budget_trials);
-  int done = static_cast<int>(result.trials.size());
-  for (const auto& t : result.trials) progress.trial(t, best_so_far(), elapsed(), done);
+  int done = 0;
+  for (const auto& t : result.trials) {  // the journal's trials, in order
+    note_best(t.outcome);
+    progress.trial(t, best_so_far, elapsed(), ++done);
+  }
 
   // Up to `parallel` trials in flight, each measured on its own thread (a
   // process trial is a child of that thread). The strategy is only touched
@@ -174,8 +175,8 @@ TuneResult run_tuning(const Spec& spec, const MeasureFn& measure, const TuneOpti
   std::mutex mu;
   std::condition_variable cv;
   std::deque<Done> finished;
-  std::vector<std::thread> workers(static_cast<std::size_t>(std::max(1, spec.search.parallel)));  // per slot
   const int parallel = std::max(1, spec.search.parallel);
+  std::vector<std::thread> workers(static_cast<std::size_t>(parallel));  // one per slot
   std::vector<bool> slot_busy(static_cast<std::size_t>(parallel), false);
   int in_flight = 0;
   int started = done;
@@ -273,8 +274,8 @@ TuneResult run_tuning(const Spec& spec, const MeasureFn& measure, const TuneOpti
     journal.finished(d.trial, a, o, elapsed());
     strategy->tell(d.config, o);
     result.trials.push_back({d.trial, d.config, o, false});
-    ++done;
-    progress.trial(result.trials.back(), best_so_far(), elapsed(), done);
+    note_best(o);
+    progress.trial(result.trials.back(), best_so_far, elapsed(), ++done);
   }
   for (auto& w : workers)
     if (w.joinable()) w.join();
