@@ -85,13 +85,8 @@ CompareResult run_compare(const SearchSpace& space, Workload& workload, const Me
 
   for (const auto& name : options.strategies) {
     for (int rep = 0; rep < options.repeats; ++rep) {
-      StrategyContext ctx;
-      ctx.space = &space;
-      ctx.seed = options.seed + static_cast<std::uint64_t>(rep);
-      ctx.budget = options.budget;
-      ctx.initial = options.initial;
-      ctx.vram_limit_bytes = options.limits.vram_bytes;
-      ctx.ram_limit_bytes = options.limits.ram_bytes;
+      const StrategyContext ctx = strategy_context(space, options.seed + static_cast<std::uint64_t>(rep),
+                                                   options.budget, options.initial, options.limits);
       auto strategy = make_strategy(name, ctx);
       std::map<Config, double> measured;  // this run's measurements (truth when none is known)
       CompareTrial last;

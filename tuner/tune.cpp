@@ -96,16 +96,23 @@ nlohmann::json journal_header(const Spec& spec) {
           {"budget", {{"trials", spec.search.budget_trials}, {"seconds", spec.search.budget_seconds}}}};
 }
 
-TuneResult run_tuning(const Spec& spec, const MeasureFn& measure, const TuneOptions& options) {
-  const SearchSpace& space = spec.space;
+StrategyContext strategy_context(const SearchSpace& space, std::uint64_t seed, int budget,
+                                 std::vector<Config> initial, const Limits& limits) {
   StrategyContext ctx;
   ctx.space = &space;
-  ctx.seed = spec.search.seed;
-  ctx.budget = spec.search.budget_trials;
-  ctx.initial = spec.search.initial;
-  ctx.vram_limit_bytes = spec.limits.vram_bytes;
-  ctx.ram_limit_bytes = spec.limits.ram_bytes;
-  auto strategy = make_strategy(spec.search.strategy, ctx);
+  ctx.seed = seed;
+  ctx.budget = budget;
+  ctx.initial = std::move(initial);
+  ctx.vram_limit_bytes = limits.vram_bytes;
+  ctx.ram_limit_bytes = limits.ram_bytes;
+  return ctx;
+}
+
+TuneResult run_tuning(const Spec& spec, const MeasureFn& measure, const TuneOptions& options) {
+  const SearchSpace& space = spec.space;
+  auto strategy = make_strategy(spec.search.strategy,
+                                strategy_context(space, spec.search.seed, spec.search.budget_trials,
+                                                 spec.search.initial, spec.limits));
 
   TuneResult result;
   std::deque<Config> rerun;  // started before a crash, never finished

@@ -10,6 +10,7 @@
 
 #include "search/outcome.hpp"
 #include "search/space.hpp"
+#include "search/strategy.hpp"
 #include <nlohmann/json.hpp>
 
 #include "tuner/spec.hpp"
@@ -49,6 +50,10 @@ struct TuneError : std::runtime_error {
 
 // Throws TuneError when the journal cannot be used (another space, corrupt).
 TuneResult run_tuning(const Spec& spec, const MeasureFn& measure, const TuneOptions& options);
+
+// What a strategy is given for one run over `space`.
+StrategyContext strategy_context(const SearchSpace& space, std::uint64_t seed, int budget,
+                                 std::vector<Config> initial, const Limits& limits);
 
 // A measured outcome that breaks a limit becomes `invalid`, naming the limit.
 Outcome apply_limits(Outcome o, const Limits& limits);
