@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <ctime>
 #include <cmath>
 #include <fstream>
 #include <string>
@@ -11,6 +12,12 @@ namespace autotune {
 
 double steady_seconds() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+double process_cpu_seconds() {
+  timespec t{};
+  if (clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t) != 0) return 0;
+  return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
 }
 
 std::string validate(const MeasureConfig& c) {
@@ -36,7 +43,7 @@ double relative_spread(const double* values, std::size_t n) {
 }
 
 MeasureResult measure_steps(const MeasureConfig& c, const std::function<StepResult()>& step,
-                            const SecondsClock& clock) {
+                            const SecondsClock& clock, const SecondsClock& cpu_clock) {
   MeasureResult r;
   const double start = clock();
 
@@ -58,6 +65,7 @@ MeasureResult measure_steps(const MeasureConfig& c, const std::function<StepResu
     ++r.warmup_steps;
   }
   r.warmup_seconds = clock() - start;
+  const double timed_wall0 = clock(), timed_cpu0 = cpu_clock();
 
   struct Window {
     double samples = 0, seconds = 0, busy = 0;
@@ -101,6 +109,7 @@ MeasureResult measure_steps(const MeasureConfig& c, const std::function<StepResu
   }
 
   r.elapsed_seconds = clock() - start;
+  if (const double wall = clock() - timed_wall0; wall > 0) r.cpu_cores = (cpu_clock() - timed_cpu0) / wall;
   r.windows = static_cast<int>(windows.size());
   if (windows.empty()) return r;
   const std::size_t first = windows.size() > k ? windows.size() - k : 0;

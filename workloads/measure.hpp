@@ -49,6 +49,11 @@ struct MeasureResult {
   bool stopped_by_rsd = false;     // false: the time cap (or a failure) stopped it
   bool warmup_complete = true;     // both warm-up conditions were met
   double busy_fraction = 0;        // busy seconds / wall seconds, same windows
+  // Process CPU seconds / wall seconds from the first timed window's start to
+  // the end: how many cores the pipeline kept busy (1 inline, up to the core
+  // count with workers). Unlike throughput it does not move with the host's
+  // speed, so it shows whether the workers ran in parallel at all.
+  double cpu_cores = 0;
   std::int64_t warmup_steps = 0;
   std::int64_t timed_steps = 0;    // all timed windows
   int windows = 0;
@@ -59,12 +64,15 @@ struct MeasureResult {
 // Seconds from an arbitrary origin, monotonic. Injectable for tests.
 using SecondsClock = std::function<double()>;
 double steady_seconds();
+// CPU seconds (user + system) used by every thread of this process so far.
+double process_cpu_seconds();
 
 // Empty when usable, else why not.
 std::string validate(const MeasureConfig& c);
 
 MeasureResult measure_steps(const MeasureConfig& c, const std::function<StepResult()>& step,
-                            const SecondsClock& clock = steady_seconds);
+                            const SecondsClock& clock = steady_seconds,
+                            const SecondsClock& cpu_clock = process_cpu_seconds);
 
 // Relative standard deviation (sample stddev / mean) of values; 0 for fewer
 // than two values or a zero mean.

@@ -72,6 +72,7 @@ void add_measure_metrics(const MeasureResult& r, Outcome& o) {
   o.metrics["timed_steps"] = static_cast<double>(r.timed_steps);
   o.metrics["windows"] = r.windows;
   o.metrics["measure_seconds"] = r.elapsed_seconds;
+  o.metrics["cpu_cores"] = r.cpu_cores;
 }
 
 std::vector<OptionSpec> model_option_specs(const ModelDefaults& d) {

@@ -60,7 +60,10 @@ void mark_if_over_ram_limit(Outcome& o, double ram_bytes, double ram_limit);
 std::string read_pipeline_knobs(const Options& opts, const Assignment& config, const TrialContext& ctx,
                                 std::int64_t input_dim, int classes, PipelineKnobs& out);
 
-// The metrics both workloads report from a measurement.
+// The metrics both workloads report from a measurement: throughput_rsd,
+// stopped_by_rsd, warmup_complete, warmup_steps, timed_steps, windows,
+// measure_seconds, and cpu_cores (CPU seconds per wall second over the timed
+// part: how many cores the loader and trainer kept busy).
 void add_measure_metrics(const MeasureResult& r, Outcome& o);
 
 }  // namespace autotune

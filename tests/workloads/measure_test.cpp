@@ -15,16 +15,20 @@ namespace {
 struct FakePipeline {
   double now = 0;
   std::int64_t steps = 0;
+  double cpu = 0;
   std::function<double(std::int64_t)> step_seconds;  // by step number, from 0
+  std::function<double(std::int64_t)> step_cores = [](std::int64_t) { return 1.0; };  // threads busy in it
   double busy_share = 0.5;
 
   StepResult step() {
-    const double dt = step_seconds(steps++);
+    const double dt = step_seconds(steps);
+    cpu += dt * step_cores(steps);
+    ++steps;
     now += dt;
     return {10, dt * busy_share, false};
   }
   MeasureResult run(const MeasureConfig& c) {
-    return measure_steps(c, [this] { return step(); }, [this] { return now; });
+    return measure_steps(c, [this] { return step(); }, [this] { return now; }, [this] { return cpu; });
   }
 };
 
@@ -115,6 +119,16 @@ TEST(Measure, AStepSlowerThanTheCapStillGivesOneWindow) {
   EXPECT_FALSE(r.stopped_by_rsd);
 }
 
+TEST(Measure, CpuCoresCountsTheTimedPartOnly) {
+  // Warm-up steps keep 4 threads busy (workers filling their queues), timed
+  // ones 2: the result is the timed part's 2 cores.
+  FakePipeline p;
+  p.step_seconds = [](std::int64_t) { return 0.01; };
+  p.step_cores = [&p](std::int64_t) { return p.now < 1.5 ? 4.0 : 2.0; };
+  const MeasureResult r = p.run(config());
+  EXPECT_NEAR(r.cpu_cores, 2.0, 1e-9);
+}
+
 TEST(Measure, AFailedStepStopsAtOnce) {
   double now = 0;
   int calls = 0;
@@ -143,6 +157,7 @@ TEST(Measure, RealClockWithSleeps) {
   EXPECT_GT(r.throughput, 50.0);
   EXPECT_LT(r.throughput, 201.0);
   EXPECT_GT(r.busy_fraction, 0.2);
+  EXPECT_LT(r.cpu_cores, 0.5);  // sleeping is not CPU time
 }
 
 TEST(Measure, RelativeSpreadAndConfigChecks) {

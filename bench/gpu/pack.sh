@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# Builds here, for the GPU machine, what bench/gpu/run_h100.sh runs there.
+#
+# The GPU machine has the CUDA 13 toolkit (cuBLAS, cudart), CMake and PyTorch
+# but none of our Debian libraries and no package registry, so we build on a
+# Debian 12 machine (same x86-64) for sm_90 (H100 and H200) and carry:
+#   carry/bin/  autotune and test_workloads (Release, stripped)
+#   carry/lib/  every shared library they load that is neither glibc's nor
+#               CUDA's (yaml-cpp, fmt, muParser, NLopt, libcsv, libgomp)
+# CUDA's own libraries are not carried (cuBLAS is 600 MB; the device tool
+# carries 64 MiB at most): the device's CUDA 13 provides them. glibc is not
+# carried either; the binaries need GLIBC_2.34 and GLIBCXX_3.4.30 at most
+# (checked below), which Ubuntu 22.04 and later and Debian 12 have.
+#
+# Then, with the device tool: run(command="bench/gpu/run_h100.sh check",
+# carry=["carry"]) first, to see that the binaries start there.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+BUILD="${BUILD:-build-gpu}"
+CARRY="${CARRY:-carry}"
+
+scripts/deps.sh
+cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 \
+  -DAUTOTUNE_BUILD_BENCH=OFF >/dev/null
+cmake --build "$BUILD" -j "$(nproc)" --target autotune test_workloads
+if ! ldd "$BUILD/autotune" | grep -q libcublas; then
+  echo "pack.sh: the CUDA toolkit was not found, so the cuda workload was not built" >&2
+  exit 1
+fi
+
+rm -rf "$CARRY"
+mkdir -p "$CARRY/bin" "$CARRY/lib"
+for exe in "$BUILD/autotune" "$BUILD/tests/test_workloads"; do
+  strip -o "$CARRY/bin/$(basename "$exe")" "$exe"
+done
+
+# What the loader resolves, minus glibc's and CUDA's own libraries.
+skip='^(linux-vdso|ld-linux|libc|libm|libdl|libpthread|librt|libgcc_s|libstdc\+\+|libcuda|libcudart|libcublas|libcublasLt)\.so'
+for exe in "$CARRY"/bin/*; do
+  ldd "$exe" | awk '/=> \//{print $1" "$3}'
+done | sort -u | while read -r name path; do
+  if ! [[ "$name" =~ $skip ]]; then cp -L "$path" "$CARRY/lib/$name"; fi
+done
+
+# The newest symbol versions anything carried needs from the device's own
+# glibc and libstdc++; keep them at or under what the run script checks.
+need_glibc=$(objdump -T "$CARRY"/bin/* "$CARRY"/lib/* | grep -oE 'GLIBC_2\.[0-9]+' | sort -Vu | tail -1)
+need_cxx=$(objdump -T "$CARRY"/bin/* "$CARRY"/lib/* | grep -oE 'GLIBCXX_3\.4\.[0-9]+' | sort -Vu | tail -1)
+{
+  echo "built $(date -u +%FT%TZ) on $(. /etc/os-release && echo "$PRETTY_NAME"), commit $(git rev-parse --short HEAD)"
+  echo "cuda $(nvcc --version | grep -oE 'release [0-9.]+'), sm_90"
+  echo "needs $need_glibc, $need_cxx, and from CUDA: $(ldd "$CARRY/bin/autotune" | grep -oE 'lib(cudart|cublas|cublasLt)\.so\.[0-9]+' | sort -u | tr '\n' ' ')"
+} > "$CARRY/BUILD.txt"
+cat "$CARRY/BUILD.txt"
+du -sh "$CARRY"
+total=$(du -sb "$CARRY" | cut -f1)
+if [ "$total" -gt $((60 * 1024 * 1024)) ]; then
+  echo "pack.sh: $CARRY is $total bytes, over the device tool's 64 MiB" >&2
+  exit 1
+fi
+# The binaries start here with only the carried libraries beside the system's.
+LD_LIBRARY_PATH="$PWD/$CARRY/lib" "$CARRY/bin/autotune" --version
