@@ -210,8 +210,8 @@ class CpuWorkload final : public Workload {
     // Eigen parallelises its products with OpenMP only; without it this is 1.
     Eigen::setNbThreads(static_cast<int>(m_opts.get_int("threads")));
     reset_peak_host_bytes();
-    // What the process held before the trial (libraries, e.g. ~200 MiB of
-    // cuBLAS when built with CUDA): part of ram_bytes, reported apart.
+    // What the process held before the trial (the tuner's own code and
+    // libraries, a few MiB): part of ram_bytes, reported apart.
     const double ram_baseline = current_host_bytes();
 
     MeasureResult r;

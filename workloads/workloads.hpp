@@ -9,7 +9,7 @@ WorkloadInfo replay_workload_info();
 WorkloadInfo command_workload_info();
 WorkloadInfo cpu_workload_info();
 #ifdef AUTOTUNE_HAVE_CUDA
-WorkloadInfo cuda_workload_info();  // workloads/cuda/, built with the CUDA toolkit
+WorkloadInfo cuda_workload_info();  // its code is a module loaded when first measured (cuda_module.hpp)
 #endif
 
 }  // namespace autotune

@@ -5,8 +5,11 @@
 # but none of our Debian libraries and no package registry, so we build on a
 # Debian 12 machine (same x86-64) for sm_90 (H100 and H200) and carry:
 #   carry/bin/  autotune and test_workloads (Release, stripped)
-#   carry/lib/  every shared library they load that is neither glibc's nor
-#               CUDA's (yaml-cpp, fmt, muParser, NLopt, libcsv, libgomp)
+#   carry/lib/  libautotune_cuda.so, the cuda workload's module (autotune
+#               finds it in ../lib; test_workloads, which links it, through
+#               LD_LIBRARY_PATH), and every shared library these load that is
+#               neither glibc's nor CUDA's (yaml-cpp, fmt, muParser, NLopt,
+#               libcsv, libgomp)
 # CUDA's own libraries are not carried (cuBLAS is 600 MB; the device tool
 # carries 64 MiB at most): the device's CUDA 13 provides them. glibc is not
 # carried either; the binaries need GLIBC_2.34 and GLIBCXX_3.4.30 at most
@@ -23,7 +26,8 @@ scripts/deps.sh
 cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 \
   -DAUTOTUNE_BUILD_BENCH=OFF >/dev/null
 cmake --build "$BUILD" -j "$(nproc)" --target autotune test_workloads
-if ! ldd "$BUILD/autotune" | grep -q libcublas; then
+MODULE="$BUILD/libautotune_cuda.so"
+if ! [ -f "$MODULE" ] || ! ldd "$MODULE" | grep -q libcublas; then
   echo "pack.sh: the CUDA toolkit was not found, so the cuda workload was not built" >&2
   exit 1
 fi
@@ -33,10 +37,11 @@ mkdir -p "$CARRY/bin" "$CARRY/lib"
 for exe in "$BUILD/autotune" "$BUILD/tests/test_workloads"; do
   strip -o "$CARRY/bin/$(basename "$exe")" "$exe"
 done
+strip -o "$CARRY/lib/libautotune_cuda.so" "$MODULE"
 
 # What the loader resolves, minus glibc's and CUDA's own libraries.
-skip='^(linux-vdso|ld-linux|libc|libm|libdl|libpthread|librt|libgcc_s|libstdc\+\+|libcuda|libcudart|libcublas|libcublasLt)\.so'
-for exe in "$CARRY"/bin/*; do
+skip='^(linux-vdso|ld-linux|libc|libm|libdl|libpthread|librt|libgcc_s|libstdc\+\+|libcuda|libcudart|libcublas|libcublasLt|libautotune_cuda)\.so'
+for exe in "$CARRY"/bin/* "$CARRY/lib/libautotune_cuda.so"; do
   ldd "$exe" | awk '/=> \//{print $1" "$3}'
 done | sort -u | while read -r name path; do
   if ! [[ "$name" =~ $skip ]]; then cp -L "$path" "$CARRY/lib/$name"; fi
@@ -49,7 +54,7 @@ need_cxx=$(objdump -T "$CARRY"/bin/* "$CARRY"/lib/* | grep -oE 'GLIBCXX_3\.4\.[0
 {
   echo "built $(date -u +%FT%TZ) on $(. /etc/os-release && echo "$PRETTY_NAME"), commit $(git rev-parse --short HEAD)"
   echo "cuda $(nvcc --version | grep -oE 'release [0-9.]+'), sm_90"
-  echo "needs $need_glibc, $need_cxx, and from CUDA: $(ldd "$CARRY/bin/autotune" | grep -oE 'lib(cudart|cublas|cublasLt)\.so\.[0-9]+' | sort -u | tr '\n' ' ')"
+  echo "needs $need_glibc, $need_cxx, and from CUDA: $(ldd "$CARRY/lib/libautotune_cuda.so" | grep -oE 'lib(cudart|cublas|cublasLt)\.so\.[0-9]+' | sort -u | tr '\n' ' ')"
 } > "$CARRY/BUILD.txt"
 cat "$CARRY/BUILD.txt"
 du -sh "$CARRY"
@@ -60,3 +65,12 @@ if [ "$total" -gt $((60 * 1024 * 1024)) ]; then
 fi
 # The binaries start here with only the carried libraries beside the system's.
 LD_LIBRARY_PATH="$PWD/$CARRY/lib" "$CARRY/bin/autotune" --version
+# and the carried autotune loads the carried module (no GPU here: its no-device error).
+printf 'workload: {kind: cuda}\nspace: {batch_size: [64], num_workers: [1], prefetch_factor: [2], pin_memory: [true], precision: [bf16], grad_accum: [1]}\n' > "$CARRY/probe.yaml"
+LD_LIBRARY_PATH="$PWD/$CARRY/lib" "$CARRY/bin/autotune" trial --config "$CARRY/probe.yaml" \
+  --values '{"batch_size": 64, "num_workers": 1, "prefetch_factor": 2, "pin_memory": true, "precision": "bf16", "grad_accum": 1}' |
+  tee "$CARRY/probe.txt"
+if grep -q 'could not be loaded' "$CARRY/probe.txt"; then
+  echo "pack.sh: the carried autotune does not find the carried module" >&2
+  exit 1
+fi

@@ -31,12 +31,16 @@ phase_check() {
     (. /etc/os-release && echo "os: $PRETTY_NAME")
     echo "glibc: $(ldd --version | head -1)"
   } | tee "$OUT/gpu.txt"
-  if ldd "$AUTOTUNE" "$TESTS" | grep 'not found'; then
+  if ldd "$AUTOTUNE" "$TESTS" "$CARRY/lib/libautotune_cuda.so" | grep 'not found'; then
     echo "run_h100.sh: libraries missing on this machine (above)" >&2
     exit 1
   fi
   "$AUTOTUNE" --version
   "$AUTOTUNE" validate --config bench/gpu/space_sweep_A.yaml
+  # One real cuda trial: the module loads (from $CARRY/lib) and measures.
+  "$AUTOTUNE" trial --config "$CARRY/probe.yaml" \
+    --values '{"batch_size": 64, "num_workers": 1, "prefetch_factor": 2, "pin_memory": true, "precision": "bf16", "grad_accum": 1}' |
+    tee "$OUT/probe_trial.json"
 }
 
 phase_test() {

@@ -12,6 +12,7 @@
 #include "workloads/cuda/cuda_check.hpp"
 #include "workloads/cuda/cuda_handles.hpp"
 #include "workloads/cuda/gpu_mlp.hpp"
+#include "workloads/cuda_module.hpp"
 #include "workloads/loader.hpp"
 #include "workloads/measure.hpp"
 #include "workloads/pipeline_knobs.hpp"
@@ -207,8 +208,8 @@ class CudaWorkload final : public Workload {
     AUTOTUNE_CUDA_CALL(cudaSetDevice(device));
     AUTOTUNE_CUDA_CALL(cudaFree(nullptr));  // creates the context now, so that it is measured here
     reset_peak_host_bytes();
-    // What the process held before the trial (libraries, e.g. ~200 MiB of
-    // cuBLAS when built with CUDA): part of ram_bytes, reported apart.
+    // What the process held before the trial (the tuner's own code, cuBLAS
+    // and the CUDA context): part of ram_bytes, reported apart.
     const double ram_baseline = current_host_bytes();
     CublasHandle blas;
     Stream compute;
@@ -316,40 +317,9 @@ class CudaWorkload final : public Workload {
 
 }  // namespace
 
-WorkloadInfo cuda_workload_info() {
-  using I = std::int64_t;
-  WorkloadInfo info;
-  info.kind = "cuda";
-  info.summary = "the harness's loader and an MLP trained with cuBLAS on the GPU (fp32, tf32, fp16, bf16)";
-  info.options = {
-      {"device", OptionType::integer, OptionValue{I{0}}, "CUDA device index (after CUDA_VISIBLE_DEVICES)", {}, 0.0,
-       1024.0},
-  };
-  ModelDefaults m;
-  m.depth = 4;
-  m.width = 4096;
-  m.input_dim = 1024;
-  m.classes = 1000;
-  m.learning_rate = 1e-4;
-  m.max_depth = 256;
-  m.max_width = 1048576;
-  for (auto& s : model_option_specs(m)) info.options.push_back(std::move(s));
-  PipelineDefaults d;
-  // On paper (this machine: ~1.3 ns per byte-pass and core): ~50 us of
-  // preprocessing per sample, ~20k samples/s per worker, so 14 workers feed
-  // ~270k/s: fp32 (~100k/s at width 4096) compute-bound, bf16 loader-bound.
-  // Calibrate on the first GPU run (bench/gpu/README.md).
-  d.sample_bytes = 8192;
-  d.preprocess_passes = 2;
-  d.dataset_samples = 4096;
-  d.max_seconds = 10.0;
-  for (auto& s : pipeline_option_specs(d)) info.options.push_back(std::move(s));
-  info.make = [](const Options& o, const WorkloadEnv&) -> std::unique_ptr<Workload> {
-    if (o.get_int("input_dim") > 2 * o.get_int("sample_bytes"))
-      throw WorkloadConfigError("cuda workload: input_dim must not exceed 2 * sample_bytes");
-    return std::make_unique<CudaWorkload>(o);
-  };
-  return info;
-}
-
 }  // namespace autotune
+
+// The module's one entry point (workloads/cuda_module.hpp).
+extern "C" autotune::Workload* autotune_cuda_create(const autotune::Options* options) {
+  return new autotune::CudaWorkload(*options);
+}

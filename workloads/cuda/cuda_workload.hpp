@@ -21,11 +21,13 @@
 // largest layer's GEMM alone at this batch and precision), model_tflops
 // (training FLOPs per second achieved through the whole pipeline),
 // skipped_steps and loss_scale (fp16), ram_bytes, ram_baseline_bytes, loss.
+//
+// This file and the rest of workloads/cuda/ build libautotune_cuda.so, which
+// the workloads library loads on the first cuda measurement
+// (workloads/cuda_module.hpp); the schema is in workloads/cuda_workload_info.cpp.
 #include "workloads/workload.hpp"
 
 namespace autotune {
-
-WorkloadInfo cuda_workload_info();
 
 // Devices the CUDA runtime sees; 0 without a device or a driver. Never throws.
 // It initialises the CUDA driver in this process: a process that forks trial
