@@ -95,6 +95,13 @@ bool apply_overrides(Spec& spec, const Overrides& o) {
     }
     spec.search.parallel = *o.parallel;
   }
+  if (o.confirm) {
+    if (*o.confirm < 0 || *o.confirm > 1000) {
+      std::cerr << "--confirm: expected an integer from 0 to 1000, found " << *o.confirm << "\n";
+      return false;
+    }
+    spec.search.confirm = *o.confirm;
+  }
   if (!o.out.empty()) {
     spec.output.tuned = o.out;
     std::filesystem::path j = o.out;

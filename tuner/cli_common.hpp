@@ -30,6 +30,7 @@ struct Overrides {
   std::optional<std::uint64_t> seed;
   std::string out;      // tuned.yaml path; the journal goes beside it
   std::optional<int> parallel;
+  std::optional<int> confirm;
 };
 // Returns false (after printing why) when an override is invalid.
 bool apply_overrides(Spec& spec, const Overrides& o);

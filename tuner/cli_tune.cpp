@@ -2,6 +2,7 @@
 // journals every trial, writes tuned.yaml (also on Ctrl-C, with the best so far).
 #include <unistd.h>
 
+#include <algorithm>
 #include <iostream>
 
 #include <fmt/format.h>
@@ -30,6 +31,13 @@ void print_summary(const Spec& spec, const TuneResult& r) {
     std::cout << fmt::format("        {:.1f} samples/s", r.best_outcome->throughput);
     if (auto busy = r.best_outcome->metric("gpu_busy")) std::cout << fmt::format(", busy {:.0f}%", *busy * 100);
     std::cout << "\n";
+    for (const ConfirmRow& row : r.confirmed)
+      if (row.chosen)
+        std::cout << fmt::format("        the mean of {} measurements; {} of {} candidates held up when measured again\n",
+                                 row.measurements.size(),
+                                 std::count_if(r.confirmed.begin(), r.confirmed.end(),
+                                               [](const ConfirmRow& x) { return x.all_ok; }),
+                                 r.confirmed.size());
     if (r.baseline && r.baseline->outcome.ok())
       std::cout << fmt::format("        {:.2f}x the baseline ({:.1f} samples/s: {})\n",
                                r.best_outcome->throughput / r.baseline->outcome.throughput,
@@ -43,8 +51,9 @@ void print_summary(const Spec& spec, const TuneResult& r) {
   std::string tally;
   for (Status s : kAllStatuses)
     if (counts[s]) tally += fmt::format("{}{} {}", tally.empty() ? "" : ", ", counts[s], to_string(s));
-  std::cout << fmt::format("trials: {} ({}) in {:.1f}s, stopped by {}\n", r.trials.size(), tally, r.elapsed_s,
-                           r.stopped_by);
+  std::cout << fmt::format("trials: {} ({}){} in {:.1f}s, stopped by {}\n", r.trials.size(), tally,
+                           r.confirmations.empty() ? "" : fmt::format(" + {} confirmations", r.confirmations.size()),
+                           r.elapsed_s, r.stopped_by);
   std::cout << "wrote:  " << spec.output.tuned.string() << " and " << spec.output.journal.string() << "\n";
 }
 
@@ -58,6 +67,8 @@ std::function<int()> add_tune_options(CLI::App& app) {
   app.add_option("--seed", args->overrides.seed, "override search.seed");
   app.add_option("--out,-o", args->overrides.out, "where to write tuned.yaml (the journal goes beside it)");
   app.add_option("--parallel", args->overrides.parallel, "trials in flight at once (search.parallel)");
+  app.add_option("--confirm", args->overrides.confirm,
+                 "after the search, measure the N best once more each and choose on all measurements (search.confirm)");
   app.add_flag("--resume", args->resume, "continue from the journal without re-running finished trials");
   app.add_flag("--quiet,-q", args->quiet, "no progress output");
   return [args]() -> int {

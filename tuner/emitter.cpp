@@ -149,12 +149,34 @@ std::string render_tuned_yaml(const Spec& spec, const TuneResult& r) {
     }
     e << YAML::EndMap;
   }
+  if (!r.confirmed.empty()) {
+    // Each re-measured candidate: all its throughputs (the search trial's
+    // first), their mean, or the status that ruled it out.
+    e << YAML::Key << "confirm" << YAML::Value << YAML::BeginSeq;
+    for (const ConfirmRow& row : r.confirmed) {
+      e << YAML::Flow << YAML::BeginMap;
+      e << YAML::Key << "config" << YAML::Value;
+      emit_assignment(e, spec.space.to_assignment(row.config));
+      e << YAML::Key << "throughputs" << YAML::Value << YAML::Flow << YAML::BeginSeq;
+      for (const Outcome& o : row.measurements) {
+        if (o.ok()) e << round_sig(o.throughput, 6);
+        else e << std::string(to_string(o.status));
+      }
+      e << YAML::EndSeq;
+      if (row.all_ok) e << YAML::Key << "mean" << YAML::Value << round_sig(row.mean, 6);
+      e << YAML::Key << "chosen" << YAML::Value << row.chosen;
+      e << YAML::EndMap;
+    }
+    e << YAML::EndSeq;
+  }
   e << YAML::Key << "search" << YAML::Value << YAML::BeginMap;
   e << YAML::Key << "strategy" << YAML::Value << spec.search.strategy;
   e << YAML::Key << "workload" << YAML::Value << spec.workload.kind;
   e << YAML::Key << "trials" << YAML::Value << static_cast<int>(r.trials.size());
   for (Status s : kAllStatuses)
     if (counts[s] > 0 || s == Status::ok) e << YAML::Key << std::string(to_string(s)) << YAML::Value << counts[s];
+  if (!r.confirmations.empty())
+    e << YAML::Key << "confirmations" << YAML::Value << static_cast<int>(r.confirmations.size());
   e << YAML::Key << "elapsed_s" << YAML::Value << round_sig(r.elapsed_s, 4);
   e << YAML::Key << "stopped_by" << YAML::Value << r.stopped_by;
   e << YAML::Key << "seed" << YAML::Value << spec.search.seed;

@@ -98,16 +98,18 @@ JournalContents read_journal(const std::filesystem::path& path) {
       if (type == "header") {
         out.header = rec;
       } else if (type == "start") {
-        out.trials.push_back({rec.at("trial").get<int>(), assignment_from_json(rec.at("config")), std::nullopt});
+        out.trials.push_back({rec.at("trial").get<int>(), assignment_from_json(rec.at("config")), std::nullopt,
+                              rec.value("confirm", false)});
       } else if (type == "finish") {
         const int trial = rec.at("trial").get<int>();
         JournalTrial* t = nullptr;
         for (auto& x : out.trials)
           if (x.trial == trial) t = &x;
         if (!t) {
-          out.trials.push_back({trial, assignment_from_json(rec.at("config")), std::nullopt});
+          out.trials.push_back({trial, assignment_from_json(rec.at("config")), std::nullopt, false});
           t = &out.trials.back();
         }
+        t->confirm = rec.value("confirm", false);
         t->outcome = outcome_from_json(rec);
       }
     } catch (const JournalError& e) {
@@ -161,16 +163,20 @@ void JournalWriter::header(const nlohmann::json& header) {
   append(rec);
 }
 
-void JournalWriter::started(int trial, const Assignment& config, double time_s) {
-  append({{"type", "start"}, {"trial", trial}, {"config", to_json(config)}, {"time", time_s}});
+void JournalWriter::started(int trial, const Assignment& config, double time_s, bool confirm) {
+  nlohmann::json rec = {{"type", "start"}, {"trial", trial}, {"config", to_json(config)}, {"time", time_s}};
+  if (confirm) rec["confirm"] = true;
+  append(rec);
 }
 
-void JournalWriter::finished(int trial, const Assignment& config, const Outcome& outcome, double time_s) {
+void JournalWriter::finished(int trial, const Assignment& config, const Outcome& outcome, double time_s,
+                             bool confirm) {
   nlohmann::json rec = to_json(outcome);
   rec["type"] = "finish";
   rec["trial"] = trial;
   rec["config"] = to_json(config);
   rec["time"] = time_s;
+  if (confirm) rec["confirm"] = true;
   append(rec);
 }
 

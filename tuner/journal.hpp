@@ -7,6 +7,10 @@
 //   {"type":"finish","trial":3,"config":{...},"status":"ok","throughput":812.4,
 //    "metrics":{...},"reason":"","seconds":9.8,"time":22.3}
 //
+// A re-measurement of a finished configuration after the search
+// (`search.confirm`) carries "confirm":true on both records; it is never a
+// search trial.
+//
 // Reading: a torn last line (the tuner died mid-write) is dropped; a line that
 // does not parse anywhere else is an error. `time` is seconds since the run began.
 #include <cstdio>
@@ -26,6 +30,7 @@ struct JournalTrial {
   int trial = 0;
   Assignment config;
   std::optional<Outcome> outcome;  // empty: started, never finished
+  bool confirm = false;            // a re-measurement after the search
 };
 
 struct JournalContents {
@@ -57,8 +62,8 @@ class JournalWriter {
   JournalWriter& operator=(const JournalWriter&) = delete;
 
   void header(const nlohmann::json& header);
-  void started(int trial, const Assignment& config, double time_s);
-  void finished(int trial, const Assignment& config, const Outcome& outcome, double time_s);
+  void started(int trial, const Assignment& config, double time_s, bool confirm = false);
+  void finished(int trial, const Assignment& config, const Outcome& outcome, double time_s, bool confirm = false);
   const std::filesystem::path& path() const { return m_path; }
 
  private:

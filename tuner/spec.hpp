@@ -33,7 +33,7 @@ struct SearchSpec {
   double budget_seconds = 0;     // 0 = not set
   std::uint64_t seed = 0;
   std::vector<Config> initial;   // validated: in the space and satisfying the rules
-  int confirm = 0;               // re-measure the top few at the end
+  int confirm = 0;               // after the search, re-measure this many of the best once each (tuner/confirm.hpp)
   int parallel = 1;              // trials in flight
 };
 

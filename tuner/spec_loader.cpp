@@ -1242,6 +1242,7 @@ objective: throughput
 search:
   strategy: bo
   budget: {trials: 12, time: 3m}
+  confirm: 2               # then measure the best two once more and choose on both runs
   seed: 1
   initial:
     - {batch_size: 32, num_workers: 0, prefetch_factor: 2, pin_memory: false, precision: fp32, grad_accum: 1}

@@ -1,5 +1,6 @@
 #include "tuner/tune.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <condition_variable>
 #include <mutex>
@@ -51,8 +52,20 @@ class Progress {
     }
     m_dirty = m_live;
   }
+  // A re-measurement after the search (search.confirm).
+  void confirm(const TrialRecord& t, double search_throughput, int i, int n, double elapsed) {
+    if (!m_out) return;
+    finish();
+    std::string what = t.outcome.ok() ? fmt::format("{:.1f} samples/s", t.outcome.throughput)
+                                      : std::string(to_string(t.outcome.status)) + ": " + t.outcome.reason;
+    if (what.size() > 70) what = what.substr(0, 67) + "...";
+    *m_out << fmt::format("confirm {}/{}  {}  (in the search {:.1f}){}  elapsed {}\n", i, n, what, search_throughput,
+                          t.replayed ? "  (from the journal)" : "", format_duration(elapsed));
+    m_dirty = false;
+  }
   void finish() {
     if (m_out && m_dirty) *m_out << "\n";
+    m_dirty = false;
   }
 
  private:
@@ -137,6 +150,13 @@ TuneResult run_tuning(const Spec& spec, const MeasureFn& measure, const TuneOpti
       auto c = space.from_assignment(t.config);
       if (!c) throw TuneError(spec.output.journal.string() + ": trial " + std::to_string(t.trial) +
                               " has a configuration outside this space");
+      if (t.confirm) {  // never told: the strategy saw this configuration's search trial
+        if (t.outcome) {
+          earlier_s += t.outcome->seconds;
+          result.confirmations.push_back({t.trial, *c, *t.outcome, true});
+        }
+        continue;
+      }
       if (!t.outcome) {
         rerun.push_back(*c);
         continue;
@@ -188,13 +208,7 @@ TuneResult run_tuning(const Spec& spec, const MeasureFn& measure, const TuneOpti
   int in_flight = 0;
   int started = done;
 
-  auto launch = [&](const Config& c) {
-    int slot = 0;
-    while (slot_busy[static_cast<std::size_t>(slot)]) ++slot;
-    slot_busy[static_cast<std::size_t>(slot)] = true;
-    const int trial = next_trial++;
-    const Assignment a = space.to_assignment(c);
-    journal.started(trial, a, elapsed());
+  auto trial_context = [&](int trial, int slot) {
     TrialContext tctx;
     tctx.trial = trial;
     tctx.slot = slot;
@@ -204,23 +218,38 @@ TuneResult run_tuning(const Spec& spec, const MeasureFn& measure, const TuneOpti
     tctx.log_dir = spec.output.journal.parent_path() /
                    (spec.output.journal.stem().string() + ".trials") / ("trial-" + std::to_string(trial));
     if (options.prepare_slot) options.prepare_slot(slot, tctx);
+    return tctx;
+  };
+  // Never throws; labels what the trial had, for judging measurements taken side by side.
+  auto measure_one = [&](const Assignment& a, const TrialContext& tctx) {
+    const auto ts = Clock::now();
+    Outcome o;
+    try {
+      o = measure(a, tctx);
+    } catch (const std::exception& e) {
+      o = Outcome::failure(Status::error, std::string("measurement threw: ") + e.what());
+    }
+    if (o.seconds <= 0) o.seconds = std::chrono::duration<double>(Clock::now() - ts).count();
+    if (parallel > 1) o.labels["slot"] = std::to_string(tctx.slot);
+    if (!tctx.cpus.empty()) o.labels["cpus"] = format_cpu_list(tctx.cpus);
+    if (auto g = tctx.env.find("CUDA_VISIBLE_DEVICES"); g != tctx.env.end()) o.labels["gpus"] = g->second;
+    return o;
+  };
+
+  auto launch = [&](const Config& c) {
+    int slot = 0;
+    while (slot_busy[static_cast<std::size_t>(slot)]) ++slot;
+    slot_busy[static_cast<std::size_t>(slot)] = true;
+    const int trial = next_trial++;
+    const Assignment a = space.to_assignment(c);
+    journal.started(trial, a, elapsed());
+    const TrialContext tctx = trial_context(trial, slot);
     ++in_flight;
     ++started;
     auto& worker = workers[static_cast<std::size_t>(slot)];
     if (worker.joinable()) worker.join();  // the slot's previous trial has reported already
     worker = std::thread([&, c, a, tctx] {
-      const auto ts = Clock::now();
-      Outcome o;
-      try {
-        o = measure(a, tctx);
-      } catch (const std::exception& e) {
-        o = Outcome::failure(Status::error, std::string("measurement threw: ") + e.what());
-      }
-      if (o.seconds <= 0) o.seconds = std::chrono::duration<double>(Clock::now() - ts).count();
-      // What the trial had, for judging measurements taken side by side.
-      if (parallel > 1) o.labels["slot"] = std::to_string(tctx.slot);
-      if (!tctx.cpus.empty()) o.labels["cpus"] = format_cpu_list(tctx.cpus);
-      if (auto g = tctx.env.find("CUDA_VISIBLE_DEVICES"); g != tctx.env.end()) o.labels["gpus"] = g->second;
+      Outcome o = measure_one(a, tctx);
       std::lock_guard<std::mutex> lock(mu);
       finished.push_back({tctx.trial, tctx.slot, c, std::move(o)});
       cv.notify_all();
@@ -287,12 +316,75 @@ TuneResult run_tuning(const Spec& spec, const MeasureFn& measure, const TuneOpti
   for (auto& w : workers)
     if (w.joinable()) w.join();
   progress.finish();
-  result.elapsed_s = elapsed();
 
   result.best = strategy->recommend();
   if (result.best)
     for (const auto& t : result.trials)
       if (t.config == *result.best && t.outcome.ok()) result.best_outcome = t.outcome;
+
+  // search.confirm: re-measure the best few, one at a time, in slot 0; those
+  // the journal already has (a resumed run) are not measured again.
+  if (spec.search.confirm > 0 && result.stopped_by != "interrupted") {
+    const std::vector<Config> candidates = confirm_candidates(result.trials, result.best, spec.search.confirm);
+    const int n = static_cast<int>(candidates.size());
+    auto search_throughput = [&](const Config& c) {
+      for (const auto& t : result.trials)
+        if (t.config == c && t.outcome.ok()) return t.outcome.throughput;
+      return 0.0;
+    };
+    for (int i = 0; i < n; ++i) {
+      const Config& c = candidates[static_cast<std::size_t>(i)];
+      const auto have = std::find_if(result.confirmations.begin(), result.confirmations.end(),
+                                     [&](const TrialRecord& t) { return t.config == c; });
+      if (have != result.confirmations.end()) {
+        progress.confirm(*have, search_throughput(c), i + 1, n, elapsed());
+        continue;
+      }
+      if (interrupted()) {
+        result.stopped_by = "interrupted";
+        break;
+      }
+      const int trial = next_trial++;
+      const Assignment a = space.to_assignment(c);
+      journal.started(trial, a, elapsed(), /*confirm=*/true);
+      Outcome o = apply_limits(measure_one(a, trial_context(trial, 0)), spec.limits);
+      if (interrupted() && !o.ok() && (o.status == Status::timeout || o.status == Status::crash)) {
+        result.stopped_by = "interrupted";  // our own Ctrl-C: measured again on --resume
+        break;
+      }
+      journal.finished(trial, a, o, elapsed(), /*confirm=*/true);
+      result.confirmations.push_back({trial, c, o, false});
+      progress.confirm(result.confirmations.back(), search_throughput(c), i + 1, n, elapsed());
+    }
+    result.confirmed = confirm_rows(candidates, result.trials, result.confirmations);
+    for (const ConfirmRow& row : result.confirmed) {
+      if (!row.chosen) continue;
+      result.best = row.config;
+      result.best_outcome = row.measurements.front();
+      result.best_outcome->throughput = row.mean;
+      result.best_outcome->metrics["throughput_measurements"] = static_cast<double>(row.measurements.size());
+    }
+    // None chosen (every candidate failed when measured again, or Ctrl-C
+    // came first): keep the search's answer unless it was seen to fail, then
+    // the fastest search trial that was not.
+    const bool any_chosen =
+        std::any_of(result.confirmed.begin(), result.confirmed.end(), [](const ConfirmRow& r) { return r.chosen; });
+    auto failed_again = [&](const Config& c) {
+      return std::any_of(result.confirmations.begin(), result.confirmations.end(),
+                         [&](const TrialRecord& t) { return t.config == c && !t.outcome.ok(); });
+    };
+    if (!any_chosen && result.best && failed_again(*result.best)) {
+      result.best.reset();
+      result.best_outcome.reset();
+      for (const auto& t : result.trials)
+        if (t.outcome.ok() && !failed_again(t.config) &&
+            (!result.best_outcome || t.outcome.throughput > result.best_outcome->throughput)) {
+          result.best = t.config;
+          result.best_outcome = t.outcome;
+        }
+    }
+  }
+  result.elapsed_s = elapsed();
   if (!spec.search.initial.empty())
     for (const auto& t : result.trials)
       if (t.config == spec.search.initial.front()) result.baseline = t;

@@ -13,6 +13,7 @@
 #include "search/strategy.hpp"
 #include <nlohmann/json.hpp>
 
+#include "tuner/confirm.hpp"
 #include "tuner/spec.hpp"
 
 namespace autotune {
@@ -25,9 +26,11 @@ struct TrialRecord {
 };
 
 struct TuneResult {
-  std::vector<TrialRecord> trials;     // every finished trial, journal's first
-  std::optional<Config> best;          // the strategy's recommendation among measured ones
-  std::optional<Outcome> best_outcome; // what was measured for it
+  std::vector<TrialRecord> trials;     // every finished search trial, journal's first
+  std::optional<Config> best;          // the strategy's recommendation among measured ones, or the confirmed choice
+  std::optional<Outcome> best_outcome; // what was measured for it (confirmed: throughput is the mean)
+  std::vector<TrialRecord> confirmations;  // search.confirm: re-measurements after the search, journal's first
+  std::vector<ConfirmRow> confirmed;       // search.confirm: each candidate with all its measurements
   std::optional<TrialRecord> baseline; // the first `initial` configuration, when measured
   double elapsed_s = 0;                // this process plus earlier sessions of the journal
   std::string stopped_by;              // budget | time | exhausted | interrupted

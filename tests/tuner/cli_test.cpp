@@ -118,7 +118,31 @@ TEST_F(Cli, BadOverridesExitTwo) {
   EXPECT_EQ(run("--config " + spec.string() + " --strategy nope").status, 2);
   EXPECT_EQ(run("--config " + spec.string() + " --budget lots").status, 2);
   EXPECT_EQ(run("--config " + spec.string() + " --no-such-flag").status, 2);
+  EXPECT_EQ(run("--config " + spec.string() + " --confirm -1").status, 2);
   EXPECT_FALSE(fs::exists(m_dir / "tuned.yaml"));
+}
+
+TEST_F(Cli, ConfirmReMeasuresTheBestAfterTheBudget) {
+  auto spec = write("space.yaml", synthetic_spec("8"));
+  CliRun r = run("--config " + spec.string() + " --confirm 3");
+  ASSERT_EQ(r.status, 0) << r.out;
+  EXPECT_NE(r.out.find("confirm 3/3"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("+ 3 confirmations"), std::string::npos) << r.out;
+  YAML::Node y = YAML::LoadFile((m_dir / "tuned.yaml").string());
+  EXPECT_EQ(y["search"]["trials"].as<int>(), 8);
+  EXPECT_EQ(y["search"]["confirmations"].as<int>(), 3);
+  ASSERT_EQ(y["confirm"].size(), 3u);
+  int chosen = 0;
+  for (const auto& row : y["confirm"]) {
+    EXPECT_EQ(row["throughputs"].size(), 2u);
+    if (row["chosen"].as<bool>()) {
+      ++chosen;
+      EXPECT_EQ(row["config"]["batch_size"].as<int>(), y["best"]["batch_size"].as<int>());
+      EXPECT_NEAR(row["mean"].as<double>(), y["metrics"]["throughput"].as<double>(), 1.0);
+    }
+  }
+  EXPECT_EQ(chosen, 1);
+  EXPECT_EQ(count_finished(m_dir / "tuned.journal.jsonl"), 11u);  // 8 trials + 3 confirmations
 }
 
 TEST_F(Cli, ValidatePrintsTheResolvedSpace) {

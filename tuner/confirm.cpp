@@ -1,0 +1,54 @@
+#include "tuner/confirm.hpp"
+
+#include <algorithm>
+
+#include "tuner/tune.hpp"
+
+namespace autotune {
+
+std::vector<Config> confirm_candidates(const std::vector<TrialRecord>& trials, const std::optional<Config>& recommended,
+                                       int n) {
+  std::vector<const TrialRecord*> ok;
+  for (const auto& t : trials)
+    if (t.outcome.ok()) ok.push_back(&t);
+  // Stable: equal throughputs keep the order they were measured in.
+  std::stable_sort(ok.begin(), ok.end(),
+                   [](const TrialRecord* a, const TrialRecord* b) { return a->outcome.throughput > b->outcome.throughput; });
+  std::vector<Config> out;
+  auto add = [&](const Config& c) {
+    if (static_cast<int>(out.size()) < n && std::find(out.begin(), out.end(), c) == out.end()) out.push_back(c);
+  };
+  if (recommended)
+    for (const TrialRecord* t : ok)
+      if (t->config == *recommended) add(*recommended);
+  for (const TrialRecord* t : ok) add(t->config);
+  return out;
+}
+
+std::vector<ConfirmRow> confirm_rows(const std::vector<Config>& candidates, const std::vector<TrialRecord>& trials,
+                                     const std::vector<TrialRecord>& confirmations) {
+  std::vector<ConfirmRow> rows;
+  for (const Config& c : candidates) {
+    ConfirmRow row;
+    row.config = c;
+    for (const auto& t : trials)
+      if (t.config == c) row.measurements.push_back(t.outcome);
+    for (const auto& t : confirmations)
+      if (t.config == c) row.measurements.push_back(t.outcome);
+    row.all_ok = row.measurements.size() > 1 &&
+                 std::all_of(row.measurements.begin(), row.measurements.end(), [](const Outcome& o) { return o.ok(); });
+    if (row.all_ok) {
+      double sum = 0;
+      for (const auto& o : row.measurements) sum += o.throughput;
+      row.mean = sum / static_cast<double>(row.measurements.size());
+    }
+    rows.push_back(std::move(row));
+  }
+  ConfirmRow* best = nullptr;
+  for (auto& r : rows)
+    if (r.all_ok && (!best || r.mean > best->mean)) best = &r;
+  if (best) best->chosen = true;
+  return rows;
+}
+
+}  // namespace autotune

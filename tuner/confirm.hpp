@@ -1,0 +1,37 @@
+#pragma once
+// `search.confirm: N`: after the search, the N best configurations are
+// measured once more each, and the answer is chosen on all their
+// measurements rather than on one lucky noisy run (DESIGN, tuned.yaml).
+// These are the pure parts; run_tuning measures and journals.
+#include <optional>
+#include <vector>
+
+#include "search/outcome.hpp"
+#include "search/space.hpp"
+
+namespace autotune {
+
+struct TrialRecord;
+
+// One re-measured candidate: every measurement of it, the search trial first.
+struct ConfirmRow {
+  Config config;
+  std::vector<Outcome> measurements;
+  bool all_ok = false;  // every measurement ok: a configuration that fails when run again is never chosen
+  double mean = 0;      // mean throughput over the measurements, when all_ok
+  bool chosen = false;
+};
+
+// Up to n distinct configurations to re-measure: the strategy's
+// recommendation first (when its search trial was ok), then the other
+// configurations whose search trial was ok, fastest measured first.
+std::vector<Config> confirm_candidates(const std::vector<TrialRecord>& trials, const std::optional<Config>& recommended,
+                                       int n);
+
+// The rows of the candidates, in their order, each with its search trial and
+// its confirmations; the one with the highest mean among those all ok is
+// marked chosen (none when no candidate is all ok).
+std::vector<ConfirmRow> confirm_rows(const std::vector<Config>& candidates, const std::vector<TrialRecord>& trials,
+                                     const std::vector<TrialRecord>& confirmations);
+
+}  // namespace autotune
