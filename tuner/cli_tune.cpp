@@ -33,8 +33,9 @@ void print_summary(const Spec& spec, const TuneResult& r) {
     std::cout << "\n";
     for (const ConfirmRow& row : r.confirmed)
       if (row.chosen)
-        std::cout << fmt::format("        the mean of {} measurements; {} of {} candidates held up when measured again\n",
-                                 row.measurements.size(),
+        std::cout << fmt::format("        as measured again; chosen on the mean of its {} runs ({:.1f}); {} of {} "
+                                 "candidates held up\n",
+                                 row.measurements.size(), row.mean,
                                  std::count_if(r.confirmed.begin(), r.confirmed.end(),
                                                [](const ConfirmRow& x) { return x.all_ok; }),
                                  r.confirmed.size());

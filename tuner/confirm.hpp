@@ -1,7 +1,8 @@
 #pragma once
 // `search.confirm: N`: after the search, the N best configurations are
 // measured once more each, and the answer is chosen on all their
-// measurements rather than on one lucky noisy run (DESIGN, tuned.yaml).
+// measurements rather than on one lucky noisy run (DESIGN, tuned.yaml); its
+// reported throughput is the re-measurement, which no selection inflated.
 // These are the pure parts; run_tuning measures and journals.
 #include <optional>
 #include <vector>

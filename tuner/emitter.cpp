@@ -42,6 +42,7 @@ void emit_metrics(YAML::Emitter& e, const Outcome& o) {
     if (!std::isfinite(v)) continue;
     e << YAML::Key << k << YAML::Value;
     if (k.ends_with("_bytes")) e << static_cast<std::int64_t>(std::llround(v));
+    else if (k.starts_with("throughput_") && k != "throughput_rsd") e << round_sig(v, 6);  // samples/s, as throughput
     else e << round_sig(v, 4);
   }
   e << YAML::EndMap;
