@@ -23,6 +23,7 @@
 
 #include <fmt/format.h>
 
+#include "bench/bench_util.hpp"
 #include "bench/landscapes.hpp"
 #include "tuner/tune.hpp"
 #include "workloads/synthetic.hpp"
@@ -30,32 +31,13 @@
 
 using namespace autotune;
 
-namespace {
-
-std::string cpu_model() {
-  std::ifstream in("/proc/cpuinfo");
-  for (std::string l; std::getline(in, l);)
-    if (l.rfind("model name", 0) == 0) return l.substr(l.find(':') + 2);
-  return "unknown";
-}
-
-double quantile(std::vector<double> v, double q) {
-  std::sort(v.begin(), v.end());
-  const double pos = q * static_cast<double>(v.size() - 1);
-  const auto lo = static_cast<std::size_t>(pos);
-  const std::size_t hi = std::min(lo + 1, v.size() - 1);
-  return v[lo] + (pos - static_cast<double>(lo)) * (v[hi] - v[lo]);
-}
-
-}  // namespace
-
 int main(int argc, char** argv) {
   const std::string strategy = argc > 1 ? argv[1] : "bo";
   const double noise = argc > 2 ? std::stod(argv[2]) : 0.05;
   const int budget = argc > 3 ? std::stoi(argv[3]) : 30;
   const int confirm = argc > 4 ? std::stoi(argv[4]) : 3;
   const int seeds = argc > 5 ? std::stoi(argv[5]) : 30;
-  std::printf("machine: %s, %u hardware threads\n", cpu_model().c_str(), std::thread::hardware_concurrency());
+  std::printf("machine: %s, %u hardware threads\n", bench::cpu_model().c_str(), std::thread::hardware_concurrency());
   std::printf("strategy %s, synthetic profile balanced, noise %.3f, budget %d, confirm %d, %d seeds\n\n",
               strategy.c_str(), noise, budget, confirm, seeds);
 
@@ -104,7 +86,7 @@ int main(int argc, char** argv) {
     for (double o : overstated) over += o;
     const auto under = std::count_if(fraction.begin(), fraction.end(), [](double f) { return f < 0.95; });
     std::printf("%-8s %7d %9d %9.4f %9.4f %8.0f%% %10.2f%%\n", w.name, w.budget, w.budget + w.confirm,
-                mean / static_cast<double>(fraction.size()), quantile(fraction, 0.1),
+                mean / static_cast<double>(fraction.size()), bench::quantile(fraction, 0.1),
                 100.0 * static_cast<double>(under) / static_cast<double>(fraction.size()),
                 overstated.empty() ? 0.0 : 100.0 * over / static_cast<double>(overstated.size()));
   }

@@ -14,6 +14,7 @@
 
 #include <fmt/format.h>
 
+#include "bench/bench_util.hpp"
 #include "search/strategy.hpp"
 #include "tuner/tune.hpp"
 #include "bench/landscapes.hpp"
@@ -22,24 +23,12 @@
 
 using namespace autotune;
 
-namespace {
-
-
-std::string cpu_model() {
-  std::ifstream in("/proc/cpuinfo");
-  for (std::string l; std::getline(in, l);)
-    if (l.rfind("model name", 0) == 0) return l.substr(l.find(':') + 2);
-  return "unknown";
-}
-
-}  // namespace
-
 int main(int argc, char** argv) {
   const std::string strategy = argc > 1 ? argv[1] : (find_strategy("bo") ? "bo" : "random");
   const double trial_s = argc > 2 ? std::stod(argv[2]) : 0.25;
   const int budget = argc > 3 ? std::stoi(argv[3]) : 40;
   const int seeds = argc > 4 ? std::stoi(argv[4]) : 5;
-  std::printf("machine: %s, %u hardware threads\n", cpu_model().c_str(), std::thread::hardware_concurrency());
+  std::printf("machine: %s, %u hardware threads\n", bench::cpu_model().c_str(), std::thread::hardware_concurrency());
   std::printf("strategy %s, budget %d trials, %.2f s per trial (sleep), %d seeds, profile balanced, noise 0.03\n\n",
               strategy.c_str(), budget, trial_s, seeds);
 

@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/bench_util.hpp"
 #include "tuner/runner.hpp"
 #include "workloads/workloads.hpp"
 
@@ -29,13 +30,6 @@ class NoopWorkload : public Workload {
   Outcome measure(const Assignment&, const TrialContext&) override { return Outcome::success(1); }
 };
 
-std::string cpu_model() {
-  std::ifstream in("/proc/cpuinfo");
-  std::string line;
-  while (std::getline(in, line))
-    if (line.rfind("model name", 0) == 0) return line.substr(line.find(':') + 2);
-  return "unknown";
-}
 
 void report(const char* name, TrialExecutor& exec, int n) {
   Assignment a({{"batch_size", Value{std::int64_t{64}}}});
@@ -60,7 +54,7 @@ void report(const char* name, TrialExecutor& exec, int n) {
 
 int main(int argc, char** argv) {
   const int n = argc > 1 ? std::max(1, std::atoi(argv[1])) : 200;
-  std::printf("machine: %ld CPUs online, %s\n", ::sysconf(_SC_NPROCESSORS_ONLN), cpu_model().c_str());
+  std::printf("machine: %ld CPUs online, %s\n", ::sysconf(_SC_NPROCESSORS_ONLN), bench::cpu_model().c_str());
   const WorkloadInfo info = command_workload_info();
   auto command = info.make(Options::with_defaults(info.options, {{"command", std::string("true")}}),
                            WorkloadEnv{{"batch_size"}, "/"});

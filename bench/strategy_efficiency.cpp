@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/bench_util.hpp"
 #include "bench/landscapes.hpp"
 #include "search/strategy.hpp"
 
@@ -33,14 +34,6 @@ std::vector<std::string> split(const std::string& s) {
   return out;
 }
 
-double quantile(std::vector<double> v, double q) {
-  if (v.empty()) return 0.0;
-  std::sort(v.begin(), v.end());
-  const double pos = q * static_cast<double>(v.size() - 1);
-  const auto lo = static_cast<std::size_t>(pos);
-  const std::size_t hi = std::min(lo + 1, v.size() - 1);
-  return v[lo] + (pos - static_cast<double>(lo)) * (v[hi] - v[lo]);
-}
 
 }  // namespace
 
@@ -119,7 +112,7 @@ int main(int argc, char** argv) {
                         rec ? space.to_assignment(*rec).describe().c_str() : "-");
         }
         std::printf("%-14s %-10s %6d %8.3f %8.3f %8.3f %8.1f %10.2f\n", land.name.c_str(), name.c_str(), budget,
-                    quantile(fraction, 0.5), quantile(fraction, 0.1),
+                    bench::quantile(fraction, 0.5), bench::quantile(fraction, 0.1),
                     *std::min_element(fraction.begin(), fraction.end()), failed / seeds, ask_ms / asks);
         std::fflush(stdout);
       }

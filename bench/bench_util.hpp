@@ -1,0 +1,29 @@
+#pragma once
+// Small helpers the benchmark programs share: what machine they ran on, and
+// quantiles of their samples.
+#include <algorithm>
+#include <fstream>
+#include <string>
+#include <vector>
+
+namespace autotune::bench {
+
+// The CPU's model name from /proc/cpuinfo, for the figures' header.
+inline std::string cpu_model() {
+  std::ifstream in("/proc/cpuinfo");
+  for (std::string l; std::getline(in, l);)
+    if (l.rfind("model name", 0) == 0) return l.substr(l.find(':') + 2);
+  return "unknown";
+}
+
+// Linear interpolation between order statistics; 0 for no samples.
+inline double quantile(std::vector<double> v, double q) {
+  if (v.empty()) return 0.0;
+  std::sort(v.begin(), v.end());
+  const double pos = q * static_cast<double>(v.size() - 1);
+  const auto lo = static_cast<std::size_t>(pos);
+  const std::size_t hi = std::min(lo + 1, v.size() - 1);
+  return v[lo] + (pos - static_cast<double>(lo)) * (v[hi] - v[lo]);
+}
+
+}  // namespace autotune::bench
