@@ -6,6 +6,9 @@
 #include <string>
 #include <vector>
 
+#include "search/space.hpp"
+#include "workloads/workload.hpp"
+
 namespace autotune::bench {
 
 // The CPU's model name from /proc/cpuinfo, for the figures' header.
@@ -24,6 +27,18 @@ inline double quantile(std::vector<double> v, double q) {
   const auto lo = static_cast<std::size_t>(pos);
   const std::size_t hi = std::min(lo + 1, v.size() - 1);
   return v[lo] + (pos - static_cast<double>(lo)) * (v[hi] - v[lo]);
+}
+
+// The best noise-free throughput over every valid configuration of `space`
+// (a workload that knows its expected values: synthetic, replay); 0 when
+// none is known.
+inline double exhaustive_optimum(const Workload& w, const SearchSpace& space) {
+  double best = 0;
+  const auto all = space.enumerate();
+  if (!all) return 0;
+  for (const auto& c : *all)
+    if (auto o = w.expected(space.to_assignment(c)); o && o->ok()) best = std::max(best, o->throughput);
+  return best;
 }
 
 }  // namespace autotune::bench

@@ -44,12 +44,7 @@ int main(int argc, char** argv) {
   auto info = synthetic_workload_info();
   auto workload = info.make(Options::with_defaults(info.options, {{"noise", OptionValue{noise}}}), {});
   const SearchSpace space = bench::pipeline_space();
-  double optimum = 0;
-  const auto all = space.enumerate();
-  for (const auto& c : *all) {
-    auto o = workload->expected(space.to_assignment(c));
-    if (o && o->ok()) optimum = std::max(optimum, o->throughput);
-  }
+  const double optimum = bench::exhaustive_optimum(*workload, space);
   const auto dir = std::filesystem::temp_directory_path() / ("autotune_bench_confirm_" + std::to_string(::getpid()));
 
   struct Way {

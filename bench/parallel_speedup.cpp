@@ -35,12 +35,7 @@ int main(int argc, char** argv) {
   auto info = synthetic_workload_info();
   auto workload = info.make(Options::with_defaults(info.options, {{"trial_seconds", OptionValue{trial_s}}}), {});
   const SearchSpace space = bench::pipeline_space();
-  double optimum = 0;
-  const auto all = space.enumerate();
-  for (const auto& c : *all) {
-    auto o = workload->expected(space.to_assignment(c));
-    if (o->ok()) optimum = std::max(optimum, o->throughput);
-  }
+  const double optimum = bench::exhaustive_optimum(*workload, space);
   const auto dir = std::filesystem::temp_directory_path() / ("autotune_bench_parallel_" + std::to_string(::getpid()));
   std::printf("%-8s %12s %12s %14s\n", "slots", "wall_s", "speedup", "quality");
   double wall1 = 0, q1 = 0, wall4 = 0, q4 = 0;
