@@ -46,6 +46,9 @@ std::function<int()> add_validate_command(CLI::App& app) {
     std::cout << fmt::format("search: {} seed {}, budget {}{}\n", s.search.strategy, s.search.seed,
                              s.search.budget_trials > 0 ? fmt::format("{} trials", s.search.budget_trials) : "",
                              s.search.budget_seconds > 0 ? fmt::format(" {:.0f}s", s.search.budget_seconds) : "");
+    if (s.search.confirm > 0)
+      std::cout << fmt::format("confirm: the {} best measured once more each after the search\n", s.search.confirm);
+    if (s.search.parallel > 1) std::cout << fmt::format("parallel: {} trials in flight\n", s.search.parallel);
     std::cout << "output: " << s.output.tuned.string() << " (journal " << s.output.journal.string() << ")\n";
     return kExitOk;
   };
