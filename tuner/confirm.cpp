@@ -18,9 +18,8 @@ std::vector<Config> confirm_candidates(const std::vector<TrialRecord>& trials, c
   auto add = [&](const Config& c) {
     if (static_cast<int>(out.size()) < n && std::find(out.begin(), out.end(), c) == out.end()) out.push_back(c);
   };
-  if (recommended)
-    for (const TrialRecord* t : ok)
-      if (t->config == *recommended) add(*recommended);
+  if (recommended && std::any_of(ok.begin(), ok.end(), [&](const TrialRecord* t) { return t->config == *recommended; }))
+    add(*recommended);
   for (const TrialRecord* t : ok) add(t->config);
   return out;
 }
@@ -49,6 +48,37 @@ std::vector<ConfirmRow> confirm_rows(const std::vector<Config>& candidates, cons
     if (r.all_ok && (!best || r.mean > best->mean)) best = &r;
   if (best) best->chosen = true;
   return rows;
+}
+
+void choose_confirmed(const std::vector<Config>& candidates, TuneResult& r) {
+  r.confirmed = confirm_rows(candidates, r.trials, r.confirmations);
+  // Chosen on the mean of its runs; reported as its re-measurement, which no
+  // selection inflated (the best single run of a search overstates its
+  // configuration: bench/results/confirm_value.txt).
+  for (const ConfirmRow& row : r.confirmed) {
+    if (!row.chosen) continue;
+    r.best = row.config;
+    r.best_outcome = row.measurements.back();
+    r.best_outcome->metrics["throughput_search"] = row.measurements.front().throughput;
+    r.best_outcome->metrics["throughput_mean"] = row.mean;
+    return;
+  }
+  // None chosen (every candidate failed when measured again, or Ctrl-C came
+  // first): keep the search's answer unless it was seen to fail, then the
+  // fastest search trial that was not.
+  auto failed_again = [&](const Config& c) {
+    return std::any_of(r.confirmations.begin(), r.confirmations.end(),
+                       [&](const TrialRecord& t) { return t.config == c && !t.outcome.ok(); });
+  };
+  if (!r.best || !failed_again(*r.best)) return;
+  r.best.reset();
+  r.best_outcome.reset();
+  for (const auto& t : r.trials)
+    if (t.outcome.ok() && !failed_again(t.config) &&
+        (!r.best_outcome || t.outcome.throughput > r.best_outcome->throughput)) {
+      r.best = t.config;
+      r.best_outcome = t.outcome;
+    }
 }
 
 }  // namespace autotune

@@ -13,6 +13,7 @@
 namespace autotune {
 
 struct TrialRecord;
+struct TuneResult;
 
 // One re-measured candidate: every measurement of it, the search trial first.
 struct ConfirmRow {
@@ -34,5 +35,11 @@ std::vector<Config> confirm_candidates(const std::vector<TrialRecord>& trials, c
 // marked chosen (none when no candidate is all ok).
 std::vector<ConfirmRow> confirm_rows(const std::vector<Config>& candidates, const std::vector<TrialRecord>& trials,
                                      const std::vector<TrialRecord>& confirmations);
+
+// After the confirmations are measured: fills r.confirmed from r.trials and
+// r.confirmations, and makes the chosen row r's answer, reported as its
+// re-measurement. With none chosen, r's answer stays unless it failed when
+// measured again; then it is the fastest search trial that did not.
+void choose_confirmed(const std::vector<Config>& candidates, TuneResult& r);
 
 }  // namespace autotune

@@ -61,7 +61,6 @@ class Progress {
     if (what.size() > 70) what = what.substr(0, 67) + "...";
     *m_out << fmt::format("confirm {}/{}  {}  (in the search {:.1f}){}  elapsed {}\n", i, n, what, search_throughput,
                           t.replayed ? "  (from the journal)" : "", format_duration(elapsed));
-    m_dirty = false;
   }
   void finish() {
     if (m_out && m_dirty) *m_out << "\n";
@@ -74,6 +73,12 @@ class Progress {
   int m_budget;
   bool m_dirty = false;
 };
+
+// A trial killed by our own Ctrl-C says nothing about its configuration: it
+// is run again on --resume rather than recorded as a failure.
+bool cut_short_by_interrupt(const Outcome& o) {
+  return interrupted() && !o.ok() && (o.status == Status::timeout || o.status == Status::crash);
+}
 
 }  // namespace
 
@@ -300,9 +305,7 @@ TuneResult run_tuning(const Spec& spec, const MeasureFn& measure, const TuneOpti
     --in_flight;
     slot_busy[static_cast<std::size_t>(d.slot)] = false;
     Outcome o = apply_limits(std::move(d.outcome), spec.limits);
-    if (interrupted() && !o.ok() && (o.status == Status::timeout || o.status == Status::crash)) {
-      // Stopped by our own Ctrl-C, not a property of the configuration: it is
-      // run again on --resume rather than recorded as a failure.
+    if (cut_short_by_interrupt(o)) {
       result.stopped_by = "interrupted";
       continue;
     }
@@ -348,44 +351,15 @@ TuneResult run_tuning(const Spec& spec, const MeasureFn& measure, const TuneOpti
       const Assignment a = space.to_assignment(c);
       journal.started(trial, a, elapsed(), /*confirm=*/true);
       Outcome o = apply_limits(measure_one(a, trial_context(trial, 0)), spec.limits);
-      if (interrupted() && !o.ok() && (o.status == Status::timeout || o.status == Status::crash)) {
-        result.stopped_by = "interrupted";  // our own Ctrl-C: measured again on --resume
+      if (cut_short_by_interrupt(o)) {
+        result.stopped_by = "interrupted";
         break;
       }
       journal.finished(trial, a, o, elapsed(), /*confirm=*/true);
       result.confirmations.push_back({trial, c, o, false});
       progress.confirm(result.confirmations.back(), search_throughput(c), i + 1, n, elapsed());
     }
-    result.confirmed = confirm_rows(candidates, result.trials, result.confirmations);
-    // Chosen on the mean of its runs; reported as its re-measurement, which
-    // no selection inflated (the best single run of a search overstates its
-    // configuration: bench/results/confirm_value.txt).
-    for (const ConfirmRow& row : result.confirmed) {
-      if (!row.chosen) continue;
-      result.best = row.config;
-      result.best_outcome = row.measurements.back();
-      result.best_outcome->metrics["throughput_search"] = row.measurements.front().throughput;
-      result.best_outcome->metrics["throughput_mean"] = row.mean;
-    }
-    // None chosen (every candidate failed when measured again, or Ctrl-C
-    // came first): keep the search's answer unless it was seen to fail, then
-    // the fastest search trial that was not.
-    const bool any_chosen =
-        std::any_of(result.confirmed.begin(), result.confirmed.end(), [](const ConfirmRow& r) { return r.chosen; });
-    auto failed_again = [&](const Config& c) {
-      return std::any_of(result.confirmations.begin(), result.confirmations.end(),
-                         [&](const TrialRecord& t) { return t.config == c && !t.outcome.ok(); });
-    };
-    if (!any_chosen && result.best && failed_again(*result.best)) {
-      result.best.reset();
-      result.best_outcome.reset();
-      for (const auto& t : result.trials)
-        if (t.outcome.ok() && !failed_again(t.config) &&
-            (!result.best_outcome || t.outcome.throughput > result.best_outcome->throughput)) {
-          result.best = t.config;
-          result.best_outcome = t.outcome;
-        }
-    }
+    choose_confirmed(candidates, result);
   }
   result.elapsed_s = elapsed();
   if (!spec.search.initial.empty())

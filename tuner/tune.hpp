@@ -28,7 +28,7 @@ struct TrialRecord {
 struct TuneResult {
   std::vector<TrialRecord> trials;     // every finished search trial, journal's first
   std::optional<Config> best;          // the strategy's recommendation among measured ones, or the confirmed choice
-  std::optional<Outcome> best_outcome; // what was measured for it (confirmed: throughput is the mean)
+  std::optional<Outcome> best_outcome; // what was measured for it (confirmed: its re-measurement)
   std::vector<TrialRecord> confirmations;  // search.confirm: re-measurements after the search, journal's first
   std::vector<ConfirmRow> confirmed;       // search.confirm: each candidate with all its measurements
   std::optional<TrialRecord> baseline; // the first `initial` configuration, when measured
