@@ -304,8 +304,7 @@ WorkloadInfo cpu_workload_info() {
   for (auto& s : model_option_specs(ModelDefaults{})) info.options.push_back(std::move(s));
   for (auto& s : pipeline_option_specs(PipelineDefaults{})) info.options.push_back(std::move(s));
   info.make = [](const Options& o, const WorkloadEnv&) -> std::unique_ptr<Workload> {
-    if (o.get_int("input_dim") > 2 * o.get_int("sample_bytes"))
-      throw WorkloadConfigError("cpu workload: input_dim must not exceed 2 * sample_bytes");
+    check_model_fits_samples(o, "cpu");
     return std::make_unique<CpuWorkload>(o);
   };
   return info;

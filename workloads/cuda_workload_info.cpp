@@ -124,8 +124,7 @@ WorkloadInfo cuda_workload_info() {
   d.max_seconds = 10.0;
   for (auto& s : pipeline_option_specs(d)) info.options.push_back(std::move(s));
   info.make = [](const Options& o, const WorkloadEnv&) -> std::unique_ptr<Workload> {
-    if (o.get_int("input_dim") > 2 * o.get_int("sample_bytes"))
-      throw WorkloadConfigError("cuda workload: input_dim must not exceed 2 * sample_bytes");
+    check_model_fits_samples(o, "cuda");
     return std::make_unique<CudaModuleWorkload>(o);
   };
   return info;

@@ -89,6 +89,11 @@ std::vector<OptionSpec> model_option_specs(const ModelDefaults& d) {
   };
 }
 
+void check_model_fits_samples(const Options& o, std::string_view kind) {
+  if (o.get_int("input_dim") > 2 * o.get_int("sample_bytes"))
+    throw WorkloadConfigError(std::string(kind) + " workload: input_dim must not exceed 2 * sample_bytes");
+}
+
 void mark_if_over_ram_limit(Outcome& o, double ram_bytes, double ram_limit) {
   if (ram_limit <= 0 || ram_bytes <= ram_limit) return;
   o.status = Status::invalid;

@@ -10,6 +10,7 @@
 // batch_size 64.
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "search/value.hpp"
@@ -49,6 +50,9 @@ struct ModelDefaults {
   double max_width = 65536;
 };
 std::vector<OptionSpec> model_option_specs(const ModelDefaults& d);
+// The model's input is read from the expanded sample bytes: throws
+// WorkloadConfigError naming `kind` when input_dim exceeds 2 * sample_bytes.
+void check_model_fits_samples(const Options& o, std::string_view kind);
 
 // A measured run whose peak host memory is over the spec's limit becomes
 // `invalid`, saying by how much (limit 0: none).
