@@ -2,11 +2,13 @@
 // Small helpers the benchmark programs share: what machine they ran on, and
 // quantiles of their samples.
 #include <algorithm>
+#include <filesystem>
 #include <fstream>
 #include <string>
 #include <vector>
 
 #include "search/space.hpp"
+#include "tuner/spec.hpp"
 #include "workloads/workload.hpp"
 
 namespace autotune::bench {
@@ -39,6 +41,22 @@ inline double exhaustive_optimum(const Workload& w, const SearchSpace& space) {
   for (const auto& c : *all)
     if (auto o = w.expected(space.to_assignment(c)); o && o->ok()) best = std::max(best, o->throughput);
   return best;
+}
+
+// A spec for run_tuning over a synthetic workload built in code: `space`,
+// `strategy`, `budget` trials, `seed`, journal at `journal`; the caller sets
+// anything else (parallel, confirm).
+inline Spec synthetic_spec(const SearchSpace& space, const std::string& strategy, int budget, std::uint64_t seed,
+                           const std::filesystem::path& journal) {
+  Spec spec;
+  spec.file = "bench";
+  spec.workload.kind = "synthetic";
+  spec.space = space;
+  spec.search.strategy = strategy;
+  spec.search.budget_trials = budget;
+  spec.search.seed = seed;
+  spec.output.journal = journal;
+  return spec;
 }
 
 }  // namespace autotune::bench

@@ -57,15 +57,9 @@ int main(int argc, char** argv) {
   for (const Way& w : ways) {
     std::vector<double> fraction, overstated;
     for (int s = 0; s < seeds; ++s) {
-      Spec spec;
-      spec.file = "bench";
-      spec.workload.kind = "synthetic";
-      spec.space = space;
-      spec.search.strategy = strategy;
-      spec.search.budget_trials = w.budget;
+      Spec spec = bench::synthetic_spec(space, strategy, w.budget, static_cast<std::uint64_t>(s + 1),
+                                        dir / fmt::format("{}_{}.jsonl", w.name, s));
       spec.search.confirm = w.confirm;
-      spec.search.seed = static_cast<std::uint64_t>(s + 1);
-      spec.output.journal = dir / fmt::format("{}_{}.jsonl", w.name, s);
       TuneResult r = run_tuning(
           spec, [&](const Assignment& a, const TrialContext& ctx) { return workload->measure(a, ctx); }, {});
       if (!r.best || !r.best_outcome) {

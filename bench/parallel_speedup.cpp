@@ -42,15 +42,9 @@ int main(int argc, char** argv) {
   for (int slots : {1, 4}) {
     double wall = 0, quality = 0;
     for (int s = 0; s < seeds; ++s) {
-      Spec spec;
-      spec.file = "bench";
-      spec.workload.kind = "synthetic";
-      spec.space = space;
-      spec.search.strategy = strategy;
-      spec.search.budget_trials = budget;
-      spec.search.seed = static_cast<std::uint64_t>(s);
+      Spec spec = bench::synthetic_spec(space, strategy, budget, static_cast<std::uint64_t>(s),
+                                        dir / fmt::format("j{}_{}.jsonl", slots, s));
       spec.search.parallel = slots;
-      spec.output.journal = dir / fmt::format("j{}_{}.jsonl", slots, s);
       const auto t0 = std::chrono::steady_clock::now();
       TuneResult r = run_tuning(
           spec, [&](const Assignment& a, const TrialContext& ctx) { return workload->measure(a, ctx); }, {});
