@@ -13,6 +13,7 @@
 #include "tuner/interrupt.hpp"
 #include "tuner/journal.hpp"
 #include "tuner/tune.hpp"
+#include "workloads/failure_reading.hpp"
 #include "workloads/subprocess.hpp"
 
 namespace autotune {
@@ -45,17 +46,20 @@ int send_outcome(const Outcome& o, int fd) {
   return 0;
 }
 
-Outcome outcome_of_forked(const ExternalRun& run) {
-  if (auto o = classify_termination(run)) {
-    if (!run.stderr_tail.empty() && o->status != Status::timeout)
-      o->reason += "\n--- stderr (tail) ---\n" + tail_for_reason(run.stderr_tail, 1500);
-    return *o;
-  }
+// The reason's first line is what a progress line shows; the tails are in
+// the trial's log folder, or after that line when there is none.
+Outcome outcome_of_forked(const ExternalRun& run, const TrialContext& ctx) {
   auto with_tails = [&](std::string why) {
+    if (const std::string line = last_line(run.stderr_tail); !line.empty()) why += ": " + tail_for_reason(line, 300);
+    if (!ctx.log_dir.empty()) return why;
     if (!run.stdout_tail.empty()) why += "\n--- stdout (tail) ---\n" + tail_for_reason(run.stdout_tail, 1500);
     if (!run.stderr_tail.empty()) why += "\n--- stderr (tail) ---\n" + tail_for_reason(run.stderr_tail, 1500);
     return why;
   };
+  if (auto o = classify_termination(run)) {
+    if (o->status != Status::timeout) o->reason = with_tails(o->reason);
+    return *o;
+  }
   if (run.exit_code != 0 || !run.result)
     return Outcome::failure(Status::error,
                             with_tails(fmt::format("the trial process exited with status {} without an outcome",
@@ -127,7 +131,7 @@ class Executor : public TrialExecutor {
           return send_outcome(safe_measure(w, config, ctx), fd);
         },
         opt);
-    return with_run_facts(outcome_of_forked(run), run);
+    return with_run_facts(outcome_of_forked(run, ctx), run);
   }
 
   Workload& m_w;

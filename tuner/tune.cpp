@@ -15,6 +15,7 @@
 #include "tuner/interrupt.hpp"
 #include "tuner/journal.hpp"
 #include "tuner/slots.hpp"
+#include "workloads/failure_reading.hpp"
 
 namespace autotune {
 namespace {
@@ -27,6 +28,14 @@ std::string format_duration(double s) {
   return fmt::format("{:.0f}h{:02.0f}m", std::floor(s / 3600), std::fmod(s / 60, 60));
 }
 
+// "  <first line of a failure's reason>", cut to a readable length.
+std::string reason_suffix(const Outcome& o) {
+  if (o.ok() || o.reason.empty()) return {};
+  std::string line(first_line(o.reason));
+  if (line.size() > 200) line = line.substr(0, 197) + "...";
+  return "  " + line;
+}
+
 class Progress {
  public:
   Progress(const TuneOptions& opt, int budget) : m_out(opt.progress), m_live(opt.live), m_budget(budget) {}
@@ -34,9 +43,7 @@ class Progress {
   void trial(const TrialRecord& t, const std::optional<double>& best, double elapsed, int done) {
     if (!m_out) return;
     const std::string status(to_string(t.outcome.status));
-    std::string what = t.outcome.ok() ? fmt::format("{:.1f} samples/s", t.outcome.throughput)
-                                      : (t.outcome.reason.empty() ? status : status + ": " + t.outcome.reason);
-    if (what.size() > 70) what = what.substr(0, 67) + "...";
+    const std::string what = t.outcome.ok() ? fmt::format("{:.1f} samples/s", t.outcome.throughput) : status;
     std::string eta;
     if (m_budget > 0 && done > 0 && done < m_budget)
       eta = "  eta " + format_duration(elapsed / done * (m_budget - done));
@@ -47,8 +54,11 @@ class Progress {
                             format_duration(elapsed), eta)
              << std::flush;
     } else {
-      *m_out << fmt::format("trial {}{}  {}{}  best {}  elapsed {}{}\n", done, budget, what,
-                            t.replayed ? "  (from the journal)" : "", best_s, format_duration(elapsed), eta);
+      // A failure's reason comes last, its first line only (the job's own
+      // words: the trial's log folder has the whole output).
+      *m_out << fmt::format("trial {}{}  {}{}  best {}  elapsed {}{}{}\n", done, budget, what,
+                            t.replayed ? "  (from the journal)" : "", best_s, format_duration(elapsed), eta,
+                            reason_suffix(t.outcome));
     }
     m_dirty = m_live;
   }
@@ -56,11 +66,11 @@ class Progress {
   void confirm(const TrialRecord& t, double search_throughput, int i, int n, double elapsed) {
     if (!m_out) return;
     finish();
-    std::string what = t.outcome.ok() ? fmt::format("{:.1f} samples/s", t.outcome.throughput)
-                                      : std::string(to_string(t.outcome.status)) + ": " + t.outcome.reason;
-    if (what.size() > 70) what = what.substr(0, 67) + "...";
-    *m_out << fmt::format("confirm {}/{}  {}  (in the search {:.1f}){}  elapsed {}\n", i, n, what, search_throughput,
-                          t.replayed ? "  (from the journal)" : "", format_duration(elapsed));
+    const std::string what = t.outcome.ok() ? fmt::format("{:.1f} samples/s", t.outcome.throughput)
+                                            : std::string(to_string(t.outcome.status));
+    *m_out << fmt::format("confirm {}/{}  {}  (in the search {:.1f}){}  elapsed {}{}\n", i, n, what, search_throughput,
+                          t.replayed ? "  (from the journal)" : "", format_duration(elapsed),
+                          reason_suffix(t.outcome));
   }
   void finish() {
     if (m_out && m_dirty) *m_out << "\n";
@@ -220,7 +230,9 @@ TuneResult run_tuning(const Spec& spec, const MeasureFn& measure, const TuneOpti
     tctx.seed = spec.search.seed * 1000003ULL + static_cast<std::uint64_t>(trial);
     tctx.timeout_s = spec.workload.timeout_s;
     tctx.limits = spec.limits;
-    tctx.log_dir = spec.output.journal.parent_path() /
+    // Absolute: a command trial runs in its own `cwd`, where a path relative
+    // to the tuner's folder would point elsewhere.
+    tctx.log_dir = std::filesystem::absolute(spec.output.journal).parent_path() /
                    (spec.output.journal.stem().string() + ".trials") / ("trial-" + std::to_string(trial));
     if (options.prepare_slot) options.prepare_slot(slot, tctx);
     return tctx;

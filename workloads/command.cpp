@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cctype>
 
@@ -83,6 +84,89 @@ std::string CommandTemplate::expand(const Assignment& config) const {
   return out;
 }
 
+namespace {
+
+bool posix_shell(const std::string& shell) {
+  const std::string base = std::filesystem::path(shell).filename().string();
+  return base == "sh" || base == "dash" || base == "bash" || base == "ksh" || base == "zsh" || base == "ash" ||
+         base == "busybox";
+}
+
+bool is_name_start(char c) { return std::isalpha(static_cast<unsigned char>(c)) || c == '_'; }
+bool is_name_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }
+
+// Words that make a command something other than a program to exec: the
+// shell's reserved words, and built-ins that act on the shell itself or are
+// not programs (`exec exit 3` would fail where `exit 3` does not).
+bool shell_keeps(std::string_view word) {
+  static constexpr std::string_view kWords[] = {
+      "if", "then", "else", "elif", "fi", "do", "done", "case", "esac", "while", "until", "for", "in",
+      "{", "}", "!", "[[", "function", "select", "time", "exec", "exit", "return", "cd", ".", "source",
+      "eval", "set", "unset", "export", "readonly", "shift", "trap", "wait", "umask", "ulimit", "alias",
+      "unalias", "break", "continue", "local", "read", "getopts", "command", "builtin", "type", "hash",
+      "jobs", "fg", "bg", ":", "times"};
+  return std::find(std::begin(kWords), std::end(kWords), word) != std::end(kWords);
+}
+
+}  // namespace
+
+std::string exec_form(std::string_view text) {
+  // One pass over the text with the shell's quoting: a control operator or
+  // parenthesis outside quotes means a list, pipeline or subshell, which the
+  // shell must run itself. `$(...)` is conservatively treated the same.
+  std::vector<std::pair<std::size_t, std::size_t>> words;  // [start, end) of the unquoted-split words
+  bool in_word = false;
+  std::size_t word_start = 0;
+  char quote = 0;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (quote == '\'') {
+      if (c == '\'') quote = 0;
+      continue;
+    }
+    if (quote == '"') {
+      if (c == '\\') ++i;
+      else if (c == '"') quote = 0;
+      else if (c == '`' || (c == '$' && i + 1 < text.size() && text[i + 1] == '(')) return std::string(text);
+      continue;
+    }
+    if (c == '\\') {
+      if (i + 1 < text.size() && text[i + 1] == '\n') return std::string(text);
+      if (!in_word) in_word = true, word_start = i;
+      ++i;
+      continue;
+    }
+    if (c == ' ' || c == '\t') {
+      if (in_word) words.emplace_back(word_start, i), in_word = false;
+      continue;
+    }
+    if (c == '#' && !in_word) break;  // a comment to the end
+    const bool redirect = c == '&' && i > 0 && (text[i - 1] == '>' || text[i - 1] == '<');  // 2>&1
+    if (c == ';' || (c == '&' && !redirect) || c == '|' || c == '(' || c == ')' || c == '\n' || c == '`') return std::string(text);
+    if (c == '\'' || c == '"') quote = c;
+    if (!in_word) in_word = true, word_start = i;
+  }
+  if (quote) return std::string(text);  // unbalanced: let the shell say so
+  if (in_word) words.emplace_back(word_start, text.size());
+  // Leading assignments (NAME=value) stay before `exec`: they become the
+  // program's environment.
+  std::size_t k = 0;
+  for (; k < words.size(); ++k) {
+    const auto w = text.substr(words[k].first, words[k].second - words[k].first);
+    const auto eq = w.find('=');
+    if (eq == std::string_view::npos || eq == 0 || !is_name_start(w[0]) ||
+        !std::all_of(w.begin(), w.begin() + static_cast<std::ptrdiff_t>(eq), is_name_char))
+      break;
+  }
+  if (k == words.size()) return std::string(text);
+  const auto first = text.substr(words[k].first, words[k].second - words[k].first);
+  if (shell_keeps(first)) return std::string(text);
+  std::string out(text.substr(0, words[k].first));
+  out += "exec ";
+  out += text.substr(words[k].first);
+  return out;
+}
+
 std::string autotune_env_name(const std::string& parameter) {
   std::string out = "AUTOTUNE_";
   for (unsigned char c : parameter) out += std::isalnum(c) ? static_cast<char>(std::toupper(c)) : '_';
@@ -95,20 +179,26 @@ CommandWorkload::CommandWorkload(const Options& options, const WorkloadEnv& env)
       m_env(options.get_map("env")),
       m_shell(options.get_string("shell")) {
   if (m_shell.empty()) throw WorkloadConfigError("shell: must not be empty");
-  if (!m_cwd.empty() && m_cwd.is_relative()) m_cwd = env.spec_dir / m_cwd;
+  if (!m_cwd.empty() && m_cwd.is_relative()) m_cwd = std::filesystem::absolute(env.spec_dir / m_cwd);
 }
 
 std::optional<ExternalCommand> CommandWorkload::external_command(const Assignment& config,
                                                                  const TrialContext& ctx) const {
   static std::atomic<unsigned> counter{0};
   ExternalCommand cmd;
-  cmd.argv = {m_shell, "-c", m_template.expand(config)};
+  // A simple command is exec'd by the shell, so nothing stands between the
+  // tuner and the job: its signal, its exit status and PR_SET_PDEATHSIG reach
+  // it directly. dash does not do this by itself.
+  const std::string text = m_template.expand(config);
+  cmd.via_shell = true;
+  cmd.argv = {m_shell, "-c", posix_shell(m_shell) ? exec_form(text) : text};
   cmd.cwd = m_cwd;
   cmd.env = m_env;
   for (const auto& [name, value] : config.items()) cmd.env[autotune_env_name(name)] = to_string(value);
   cmd.env["AUTOTUNE_TRIAL"] = std::to_string(ctx.trial);
+  // Absolute: the script runs in `cwd`, not in the tuner's folder.
   if (!ctx.log_dir.empty()) {
-    cmd.result_file = ctx.log_dir / "result.json";
+    cmd.result_file = std::filesystem::absolute(ctx.log_dir) / "result.json";
     cmd.keep_result_file = true;
     std::error_code ec;
     std::filesystem::create_directories(ctx.log_dir, ec);

@@ -15,8 +15,12 @@
 // trial.
 //
 // Every trial is a `shell -c command` process in its own process group, also
-// when measure() is called inline: a command trial is always isolated.
+// when measure() is called inline: a command trial is always isolated. A
+// simple command is exec'd by the shell (exec_form), so the trial's own
+// signal reaches the runner; otherwise the shell's report (128+N and its
+// message) is read back as the signal (workloads/failure_reading.hpp).
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "workloads/workload.hpp"
@@ -36,6 +40,12 @@ struct CommandTemplate {
   static CommandTemplate parse(const std::string& text, const std::vector<std::string>& parameter_names);
   std::string expand(const Assignment& config) const;
 };
+
+// `text` with `exec ` before its program when it is one simple command
+// (`python3 train.py --bs 64`, also after NAME=value assignments), so that
+// the shell is replaced by the job; unchanged when it is a list, a pipeline,
+// a subshell, a compound command or a shell built-in (`cd x && python3 ...`).
+std::string exec_form(std::string_view text);
 
 // "batch_size" -> "AUTOTUNE_BATCH_SIZE" (non-alphanumerics become '_').
 std::string autotune_env_name(const std::string& parameter);

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "workloads/failure_reading.hpp"
 #include "workloads/subprocess.hpp"
 #include "workloads/workload.hpp"
 
@@ -56,19 +57,29 @@ std::string reported_reason(const json& j) {
   return {};
 }
 
-std::string output_tails(const ExternalRun& run) {
+// The trial's log folder keeps the whole of both tails (stdout.txt,
+// stderr.txt); without one, the reason carries them after its first line,
+// which is all a progress line shows.
+std::string output_tails(const ExternalRun& run, const TrialContext& ctx) {
+  if (!ctx.log_dir.empty()) return {};
   std::string s;
   if (!run.stdout_tail.empty()) s += "\n--- stdout (tail) ---\n" + tail_for_reason(run.stdout_tail, 1500);
   if (!run.stderr_tail.empty()) s += "\n--- stderr (tail) ---\n" + tail_for_reason(run.stderr_tail, 1500);
   return s;
 }
 
+// ": <the last line of standard error>" when there is one: for a Python
+// traceback, the exception itself.
+std::string said(const ExternalRun& run) {
+  const std::string line = last_line(run.stderr_tail);
+  return line.empty() ? std::string() : ": " + tail_for_reason(line, 300);
+}
+
 }  // namespace
 
-Outcome Workload::interpret(const ExternalRun& run, const TrialContext& /*ctx*/) const {
+Outcome Workload::interpret(const ExternalRun& run, const TrialContext& ctx) const {
   if (auto o = classify_termination(run)) {
-    if (!run.stderr_tail.empty() && o->status != Status::timeout)
-      o->reason += "\n--- stderr (tail) ---\n" + tail_for_reason(run.stderr_tail, 1500);
+    if (o->status != Status::timeout) o->reason += said(run) + output_tails(run, ctx);
     return *o;
   }
 
@@ -77,7 +88,7 @@ Outcome Workload::interpret(const ExternalRun& run, const TrialContext& /*ctx*/)
     result = parse_object(*run.result);
     if (!result)
       return Outcome::failure(Status::error, "the result file is not a JSON object: " +
-                                                 tail_for_reason(*run.result, 500) + output_tails(run));
+                                                 tail_for_reason(*run.result, 500) + output_tails(run, ctx));
   } else {
     result = last_json_line(run.stdout_tail);
   }
@@ -108,13 +119,19 @@ Outcome Workload::interpret(const ExternalRun& run, const TrialContext& /*ctx*/)
   if (!reported) {
     std::string what;
     if (auto s = find_oom_message(run.stderr_tail, &what))
-      return fail(*s, fmt::format("standard error says '{}'", what) + output_tails(run));
+      return fail(*s, fmt::format("standard error says '{}'", what) + output_tails(run, ctx));
   }
-  if (run.exit_code != 0)
-    return fail(Status::error, fmt::format("exited with status {}", run.exit_code) + output_tails(run));
+  if (run.exit_code != 0) {
+    // A shell, torchrun or a DataLoader may report a signal or a memory
+    // failure on the job's behalf: read it as what it names.
+    if (auto r = read_reported_failure(run.stderr_tail, run.exit_code, run.via_shell))
+      return fail(r->status, r->reason + output_tails(run, ctx));
+    return fail(Status::error, fmt::format("exited with status {}", run.exit_code) + said(run) +
+                                   output_tails(run, ctx));
+  }
   if (!result)
     return fail(Status::error, "no JSON result: $AUTOTUNE_RESULT not written and no standard output line is a "
-                               "JSON object" + output_tails(run));
+                               "JSON object" + said(run) + output_tails(run, ctx));
   if (!result->contains("throughput") || !(*result)["throughput"].is_number())
     return fail(Status::error, "the result has no numeric 'throughput': " + tail_for_reason(result->dump(), 500));
   const double tp = (*result)["throughput"].get<double>();

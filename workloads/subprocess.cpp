@@ -414,6 +414,7 @@ ExternalRun run_external(const ExternalCommand& cmd, const std::map<std::string,
   out_w.reset();
   err_w.reset();
   ExternalRun run = supervise(pid, out_r, err_r, nullptr, opt, t0);
+  run.via_shell = cmd.via_shell;
   if (!cmd.result_file.empty()) {
     std::ifstream in(cmd.result_file, std::ios::binary);
     if (in) {

@@ -32,6 +32,7 @@ struct ExternalCommand {
   std::filesystem::path cwd;                   // empty: the tuner's
   std::filesystem::path result_file;           // the program may write its JSON result there; empty: none
   bool keep_result_file = false;               // false: removed once read
+  bool via_shell = false;                      // argv is `shell -c text`: 128+N means signal N
 };
 
 // What running an ExternalCommand (or a forked in-process trial) produced.
@@ -47,6 +48,7 @@ struct ExternalRun {
   std::optional<std::string> result;  // the result file's (or result pipe's) contents, when written
   double peak_ram_bytes = 0;   // peak of the summed VmHWM/VmRSS over the process group; 0 unknown
   double wall_s = 0;
+  bool via_shell = false;      // copied from ExternalCommand::via_shell
 };
 
 struct Limits {

@@ -1,0 +1,233 @@
+// How a job ended, read through what stands between: a shell, torchrun,
+// PyTorch's DataLoader. The texts are as those programs print them; the
+// process tests run real shells, real DataLoader workers and torch's own
+// ChildFailedError, through the command workload as a user's trial runs.
+#include "workloads/failure_reading.hpp"
+
+#include <gtest/gtest.h>
+
+#include <dirent.h>
+#include <unistd.h>
+
+#include <fstream>
+
+#include "tests/support/proc_util.hpp"
+#include "tests/support/python_util.hpp"
+#include "workloads/command.hpp"
+#include "workloads/workloads.hpp"
+
+namespace autotune {
+namespace {
+
+using testing::ScratchDir;
+
+// ---------------------------------------------------------------- texts
+
+TEST(ReportedFailure, ShellExitWithItsMessageIsTheSignal) {
+  auto r = read_reported_failure("loading...\nKilled\n", 137, /*via_shell=*/true);
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, Status::host_oom);
+  EXPECT_NE(r->reason.find("'Killed'"), std::string::npos) << r->reason;
+  EXPECT_NE(r->reason.find("SIGKILL"), std::string::npos) << r->reason;
+
+  r = read_reported_failure("bash: line 1:  4667 Segmentation fault      python3 train.py\n", 139, true);
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, Status::crash);
+  EXPECT_NE(r->reason.find("Segmentation fault"), std::string::npos);
+}
+
+TEST(ReportedFailure, ExitStatusAloneOrWithoutAShellIsNotASignal) {
+  EXPECT_FALSE(read_reported_failure("Traceback ...\nValueError: x\n", 137, true)) << "exit(137) by the script";
+  EXPECT_FALSE(read_reported_failure("Killed\n", 137, /*via_shell=*/false));
+  EXPECT_FALSE(read_reported_failure("Killed\n", 1, true));
+}
+
+TEST(ReportedFailure, TorchrunSummaryOfAKilledRank) {
+  const std::string text =
+      "torch.distributed.elastic.multiprocessing.errors.ChildFailedError: \n"
+      "============================================================\n"
+      "train.py FAILED\n"
+      "------------------------------------------------------------\n"
+      "Root Cause (first observed failure):\n[0]:\n"
+      "  time      : 2026-11-23_19:14:42\n  host      : node1\n  rank      : 0 (local_rank: 0)\n"
+      "  exitcode  : -9 (pid: 4242)\n  error_file: <N/A>\n"
+      "  traceback : Signal 9 (SIGKILL) received by PID 4242\n"
+      "============================================================\n";
+  auto r = read_reported_failure(text, 1, true);
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, Status::host_oom);
+  EXPECT_NE(r->reason.find("Signal 9 (SIGKILL) received by PID 4242"), std::string::npos) << r->reason;
+
+  r = read_reported_failure("  exitcode  : -11 (pid: 7)\n", 1, false);
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, Status::crash);
+  EXPECT_FALSE(read_reported_failure("  exitcode  : 1 (pid: 7)\n", 1, false)) << "a rank that exited 1 is an error";
+}
+
+TEST(ReportedFailure, DataLoaderWorkers) {
+  auto r = read_reported_failure(
+      "RuntimeError: DataLoader worker (pid 1234) is killed by signal: Killed. \n", 1, false);
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, Status::host_oom);
+  EXPECT_NE(r->reason.find("DataLoader worker (pid 1234) is killed by signal: Killed."), std::string::npos);
+
+  r = read_reported_failure("RuntimeError: DataLoader worker (pid(s) 10813) exited unexpectedly\n", 1, false);
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, Status::host_oom);
+
+  r = read_reported_failure(
+      "ERROR: Unexpected bus error encountered in worker. This might be caused by insufficient shared memory "
+      "(shm).\nRuntimeError: DataLoader worker (pid(s) 10963) exited unexpectedly\n",
+      1, false);
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, Status::host_oom);
+  EXPECT_NE(r->reason.find("/dev/shm"), std::string::npos) << r->reason;
+  EXPECT_NE(r->reason.find("MiB"), std::string::npos) << "names the size: " << r->reason;
+
+  r = read_reported_failure(
+      "ERROR: Unexpected segmentation fault encountered in worker.\n"
+      "RuntimeError: DataLoader worker (pid 11034) is killed by signal: Segmentation fault. \n"
+      "RuntimeError: DataLoader worker (pid(s) 11034) exited unexpectedly\n",
+      1, false);
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, Status::crash) << "a segfault in a worker is not memory: " << r->reason;
+}
+
+// ---------------------------------------------------------------- exec_form
+
+TEST(ExecForm, SimpleCommandsAreExecdCompoundOnesAreNot) {
+  EXPECT_EQ(exec_form("python3 train.py --bs 64"), "exec python3 train.py --bs 64");
+  EXPECT_EQ(exec_form("OMP_NUM_THREADS=1 python3 t.py"), "OMP_NUM_THREADS=1 exec python3 t.py");
+  EXPECT_EQ(exec_form("python3 t.py > log.txt 2>&1"), "exec python3 t.py > log.txt 2>&1");
+  EXPECT_EQ(exec_form("python3 -c 'a; b | c'"), "exec python3 -c 'a; b | c'") << "quoted operators";
+  for (const char* keep : {"cd x && python3 t.py", "python3 a.py; python3 b.py", "a | b", "(python3 t.py)",
+                           "python3 t.py &", "exit 3", "exec python3 t.py", "if true; then x; fi",
+                           "python3 t.py --n $(nproc)", "for i in 1; do x; done", "FOO=1", "",
+                           "python3 'unbalanced"})
+    EXPECT_EQ(exec_form(keep), keep);
+}
+
+// ---------------------------------------------------------------- real processes
+
+const std::vector<std::string> kParams = {"num_workers"};
+
+std::unique_ptr<Workload> command(const std::string& text) {
+  const WorkloadInfo info = command_workload_info();
+  std::map<std::string, OptionValue> opts{{"command", text}};
+  return info.make(Options::with_defaults(info.options, opts), WorkloadEnv{kParams, "/"});
+}
+
+Outcome run(const std::string& text, const ScratchDir& dir, double timeout_s = 60) {
+  TrialContext c;
+  c.trial = 1;
+  c.timeout_s = timeout_s;
+  c.log_dir = dir.path() / "trial-1";
+  return command(text)->measure(Assignment({{"num_workers", Value{std::int64_t{2}}}}), c);
+}
+
+// Processes whose command line mentions `needle` (a scratch folder).
+std::vector<long> processes_mentioning(const std::string& needle) {
+  std::vector<long> out;
+  DIR* d = ::opendir("/proc");
+  while (dirent* e = d ? ::readdir(d) : nullptr) {
+    if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
+    std::ifstream in(std::string("/proc/") + e->d_name + "/cmdline");
+    std::string cmd((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    if (cmd.find(needle) != std::string::npos && testing::process_alive(std::stol(e->d_name)))
+      out.push_back(std::stol(e->d_name));
+  }
+  if (d) ::closedir(d);
+  return out;
+}
+
+TEST(ReportedFailureProcess, SimpleCommandIsExecdSoNothingStandsBetween) {
+  ScratchDir dir;
+  // The job's parent is this process: the shell replaced itself with it.
+  Outcome o = run(R"(python3 -c 'import os; print("{\"throughput\": %d}" % os.getppid())')", dir);
+  ASSERT_EQ(o.status, Status::ok) << o.reason;
+  EXPECT_EQ(static_cast<long>(o.throughput), static_cast<long>(::getpid()));
+}
+
+TEST(ReportedFailureProcess, CompoundShellCommandWhoseChildIsSigkilledIsHostOom) {
+  ScratchDir dir;
+  Outcome o = run("cd " + dir.path().string() + " && python3 -c 'import os; os.kill(os.getpid(), 9)'", dir);
+  EXPECT_EQ(o.status, Status::host_oom) << o.reason;
+  EXPECT_NE(o.reason.find("Killed"), std::string::npos) << o.reason;
+  EXPECT_EQ(o.reason.find('\n'), std::string::npos) << "one line: " << o.reason;
+}
+
+TEST(ReportedFailureProcess, CompoundShellCommandThatSegfaultsIsCrash) {
+  ScratchDir dir;
+  Outcome o = run("true; python3 -c 'import ctypes; ctypes.string_at(0)'; exit $?", dir);
+  EXPECT_EQ(o.status, Status::crash) << o.reason;
+  EXPECT_NE(o.reason.find("SIGSEGV"), std::string::npos) << o.reason;
+}
+
+TEST(ReportedFailureProcess, ScriptExitingWith137ByItselfIsAnError) {
+  ScratchDir dir;
+  Outcome o = run("true; python3 -c 'import sys; sys.exit(137)'", dir);
+  EXPECT_EQ(o.status, Status::error) << o.reason;
+}
+
+TEST(ReportedFailureProcess, ErrorReasonIsTheExceptionLineAndTheLogKeepsTheTail) {
+  ScratchDir dir;
+  Outcome o = run("python3 -c 'print(1)\nraise ValueError(\"bad batch size\")'", dir);
+  EXPECT_EQ(o.status, Status::error);
+  EXPECT_EQ(o.reason, "exited with status 1: ValueError: bad batch size");
+  std::ifstream log(dir.path() / "trial-1" / "stderr.txt");
+  std::string text((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>());
+  EXPECT_NE(text.find("Traceback (most recent call last)"), std::string::npos) << text;
+}
+
+// A real DataLoader whose worker dies by `sig` on its fifth sample.
+std::string dataloader_script(const ScratchDir& dir) {
+  return dir.write("loader.py", R"(import os, sys, torch
+from torch.utils.data import DataLoader, Dataset
+sig = int(sys.argv[1])
+class Samples(Dataset):
+    def __len__(self): return 1000
+    def __getitem__(self, i):
+        if i == 5: os.kill(os.getpid(), sig)
+        return torch.zeros(8)
+for batch in DataLoader(Samples(), batch_size=2, num_workers=2):
+    pass
+print('{"throughput": 1.0}')
+)").string();
+}
+
+TEST(ReportedFailureProcess, KilledDataLoaderWorkerIsHostOomAndNothingIsLeft) {
+  AUTOTUNE_REQUIRE_TORCH();
+  ScratchDir dir;
+  Outcome o = run(testing::torch_python() + " " + dataloader_script(dir) + " 9", dir);
+  EXPECT_EQ(o.status, Status::host_oom) << o.reason;
+  EXPECT_NE(o.reason.find("DataLoader worker"), std::string::npos) << o.reason;
+  EXPECT_TRUE(processes_mentioning(dir.path().string()).empty()) << "no worker left behind";
+}
+
+TEST(ReportedFailureProcess, DataLoaderWorkerBusErrorIsHostOomNamingShm) {
+  AUTOTUNE_REQUIRE_TORCH();
+  ScratchDir dir;
+  // SIGBUS in a worker: torch's own handler prints the shared-memory message.
+  Outcome o = run("cd " + dir.path().string() + " && " + testing::torch_python() + " loader.py 7 ; exit $?",
+                  (dataloader_script(dir), dir));
+  EXPECT_EQ(o.status, Status::host_oom) << o.reason;
+  EXPECT_NE(o.reason.find("insufficient shared memory"), std::string::npos) << o.reason;
+  EXPECT_NE(o.reason.find("/dev/shm is"), std::string::npos) << o.reason;
+}
+
+TEST(ReportedFailureProcess, TorchrunChildFailedErrorForAKilledRankIsHostOom) {
+  AUTOTUNE_REQUIRE_TORCH();
+  ScratchDir dir;
+  // Debian's torch 1.13 launcher does not start on Python 3.11; its summary
+  // is torch's own ChildFailedError, raised here as the launcher raises it.
+  const auto script = dir.write("launcher.py", R"(from torch.distributed.elastic.multiprocessing.errors import (
+    ChildFailedError, ProcessFailure)
+raise ChildFailedError("train.py", {0: ProcessFailure(local_rank=0, pid=4242, exitcode=-9, error_file="/none")})
+)");
+  Outcome o = run(testing::torch_python() + " " + script.string(), dir);
+  EXPECT_EQ(o.status, Status::host_oom) << o.reason;
+  EXPECT_NE(o.reason.find("Signal 9 (SIGKILL) received by PID 4242"), std::string::npos) << o.reason;
+}
+
+}  // namespace
+}  // namespace autotune
