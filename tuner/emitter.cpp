@@ -83,8 +83,10 @@ void emit_exports(YAML::Emitter& e, const Assignment& best) {
   put("dataloader_num_workers", workers);
   if (prefetch && has_workers) put("dataloader_prefetch_factor", prefetch);
   put("dataloader_pin_memory", pin);
-  if (prec == "bf16") e << YAML::Key << "bf16" << YAML::Value << true;
-  if (prec == "fp16") e << YAML::Key << "fp16" << YAML::Value << true;
+  if (precision) {  // stated for fp32 too: `bf16: false` overrides a script's own default
+    e << YAML::Key << "bf16" << YAML::Value << (prec == "bf16");
+    e << YAML::Key << "fp16" << YAML::Value << (prec == "fp16");
+  }
   if (prec == "tf32") e << YAML::Key << "tf32" << YAML::Value << true;
   e << YAML::EndMap;
 

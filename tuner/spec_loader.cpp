@@ -263,6 +263,7 @@ class Loader {
   // Sections.
   void read_space(const Entry& e);
   std::optional<Parameter> read_parameter(const Entry& e, const std::string& path);
+  bool check_known_knob(const Parameter& param, const Entry& e, const std::string& path);
   std::optional<std::vector<Value>> read_values(const YAML::Node& list, Loc at, const std::string& path,
                                                 Scale& scale);
   std::optional<std::pair<std::int64_t, std::int64_t>> read_bounds(const Entry& e, const std::string& path,
@@ -459,6 +460,7 @@ void Loader::read_space(const Entry& e) {
       continue;
     }
     auto param = read_parameter(p, path);
+    if (param && !check_known_knob(*param, p, path)) param.reset();
     if (param) m_params.push_back(std::move(*param));
     else ok = false;
   }
@@ -604,6 +606,76 @@ std::optional<Parameter> Loader::read_parameter(const Entry& e, const std::strin
   }
   param.scale = Scale::log;
   return param;
+}
+
+// The well-known knobs' own domains (DESIGN, "What the knobs mean"): a
+// batch of -8 samples or a precision the tool cannot name is bad input, not
+// a trial to spend.
+struct KnobDomain {
+  std::string_view name;
+  enum { count, zero_or_more, boolean, precision } kind;
+  std::string_view what;
+};
+constexpr KnobDomain kKnobDomains[] = {
+    {"batch_size", KnobDomain::count, "samples per micro-batch"},
+    {"grad_accum", KnobDomain::count, "micro-batches per optimizer step"},
+    {"prefetch_factor", KnobDomain::count, "batches queued per worker"},
+    {"num_workers", KnobDomain::zero_or_more, "loader processes; 0 loads inline"},
+    {"pin_memory", KnobDomain::boolean, "page-locked staging buffers or not"},
+    {"precision", KnobDomain::precision, "the training precision"},
+};
+constexpr std::string_view kPrecisions[] = {"fp32", "tf32", "fp16", "bf16"};
+
+bool Loader::check_known_knob(const Parameter& param, const Entry& e, const std::string& path) {
+  const auto* knob = std::find_if(std::begin(kKnobDomains), std::end(kKnobDomains),
+                                  [&](const KnobDomain& k) { return k.name == param.name; });
+  if (knob == std::end(kKnobDomains)) return true;
+  // Where value i was written: an item of the list, or the range's bounds.
+  YAML::Node list = e.value;
+  std::string lpath = path;
+  if (e.value.IsMap()) {
+    for (const char* form : {"values", "range", "log", "pow2"})
+      if (e.value[form]) {
+        list = e.value[form];
+        lpath = child(path, form);
+        break;
+      }
+  }
+  const bool is_list = lpath == path || lpath == child(path, "values");
+  bool ok = true;
+  for (std::size_t i = 0; i < param.values.size(); ++i) {
+    const Value& v = param.values[i];
+    std::string expected;
+    bool fits = true;
+    switch (knob->kind) {
+      case KnobDomain::count:
+      case KnobDomain::zero_or_more: {
+        const std::int64_t min = knob->kind == KnobDomain::count ? 1 : 0;
+        const auto* n = std::get_if<std::int64_t>(&v);
+        fits = n && *n >= min;
+        expected = fmt::format("an integer >= {} ({}: {})", min, param.name, knob->what);
+        break;
+      }
+      case KnobDomain::boolean:
+        fits = std::holds_alternative<bool>(v);
+        expected = fmt::format("true or false ({}: {})", param.name, knob->what);
+        break;
+      case KnobDomain::precision: {
+        const auto* name = std::get_if<std::string>(&v);
+        fits = name && std::find(std::begin(kPrecisions), std::end(kPrecisions), *name) != std::end(kPrecisions);
+        expected = "one of fp32, tf32, fp16, bf16 (precision: the training precision)";
+        break;
+      }
+    }
+    if (fits) continue;
+    const std::size_t at = is_list ? i : 0;
+    const YAML::Node n = list.IsSequence() && at < list.size() ? list[at] : list;
+    fail(loc_of(n, e.loc), list.IsSequence() ? item(lpath, at) : lpath, expected, quote(to_string(v)),
+         knob->kind == KnobDomain::precision ? did_you_mean(to_string(v), {"fp32", "tf32", "fp16", "bf16"}) : "");
+    ok = false;
+    if (!is_list) break;  // a range reports its bound once
+  }
+  return ok;
 }
 
 std::optional<std::vector<Value>> Loader::read_values(const YAML::Node& list, Loc at, const std::string& path,
@@ -1217,38 +1289,15 @@ SpecLoadResult load_spec_file(const fs::path& path) {
 // process that later forks trials.
 bool cuda_device_present() { return find_workload("cuda") && fs::exists("/dev/nvidiactl"); }
 
+// configs/default_cpu.yaml and configs/default_gpu.yaml, embedded at build
+// time (cmake/EmbedText.cmake): one source, which users can copy.
+const std::string& default_cpu_spec_text();
+const std::string& default_gpu_spec_text();
+
 const std::string& embedded_default_spec() {
   // On a GPU every precision is a real choice; the cpu workload measures fp32
   // only, so there the default does not spend trials on `error` outcomes.
-  static const std::string kText = std::string(R"(# The embedded default: `autotune` with no --config. Tunes the built-in
-# training harness on this machine (cuda with a GPU, else cpu) in about two
-# minutes on 2 cores.
-workload: {kind: auto, timeout: 120s}
-space:
-  batch_size:      {values: [32, 64, 128, 256]}
-)") + (cuda_device_present() ? R"(  num_workers:     {range: [0, 8]}
-  prefetch_factor: {values: [2, 4]}
-  pin_memory:      {values: [false, true]}
-  precision:       {values: [fp32, tf32, fp16, bf16]}
-)"
-                                                          : R"(  num_workers:     {range: [0, 2]}
-  prefetch_factor: {values: [2, 4]}
-  pin_memory:      {values: [false, true]}
-  precision:       {values: [fp32]}
-)") + R"(  grad_accum:      {values: [1, 2]}
-constraints:
-  rules: ["batch_size * grad_accum <= 256"]
-objective: throughput
-search:
-  strategy: bo
-  budget: {trials: 12, time: 3m}
-  confirm: 2               # then measure the best two once more and choose on both runs
-  seed: 1
-  initial:
-    - {batch_size: 32, num_workers: 0, prefetch_factor: 2, pin_memory: false, precision: fp32, grad_accum: 1}
-output: {tuned: tuned.yaml}
-)";
-  return kText;
+  return cuda_device_present() ? default_gpu_spec_text() : default_cpu_spec_text();
 }
 
 }  // namespace autotune

@@ -68,6 +68,19 @@ TEST_P(BrokenFile, GivesTheLocatedError) {
 const Broken kBroken[] = {
     // Structure.
     {"EmptyFile", "", 1, 1, "", "an empty file"},
+    // The well-known knobs' own domains.
+    {"NegativeBatchSize", "workload: {kind: synthetic}\nspace:\n  batch_size: {values: [-8, 16]}\n", 3, 25,
+     "space.batch_size.values[0]", "an integer >= 1"},
+    {"ZeroGradAccum", "workload: {kind: synthetic}\nspace:\n  grad_accum: [1, 0]\n", 3, 19, "space.grad_accum[1]",
+     "'0'"},
+    {"ZeroPrefetch", "workload: {kind: synthetic}\nspace:\n  prefetch_factor: {range: [0, 4]}\n", 3, 29,
+     "space.prefetch_factor.range[0]", "an integer >= 1"},
+    {"NegativeWorkers", "workload: {kind: synthetic}\nspace:\n  num_workers: {range: [-1, 4]}\n", 3, 25,
+     "space.num_workers.range[0]", "an integer >= 0"},
+    {"UnknownPrecision", "workload: {kind: synthetic}\nspace:\n  precision: [fp32, bf61]\n", 3, 21,
+     "space.precision[1]", "did you mean 'bf16'?"},
+    {"PinMemoryNotBoolean", "workload: {kind: synthetic}\nspace:\n  pin_memory: [0, 1]\n", 3, 16,
+     "space.pin_memory[0]", "true or false"},
     {"OnlyComments", "# nothing here\n", 1, 1, "", "an empty file"},
     {"TopLevelList", "- workload\n- space\n", 1, 1, "", "a list"},
     {"TopLevelScalar", "hello\n", 1, 1, "", "'hello'"},
@@ -482,6 +495,16 @@ TEST(SpecLoader, EmbeddedDefaultIsTheDocumentedSmallSpace) {
     // Any error may only be about what is not built in yet.
     EXPECT_TRUE(e.key_path == "workload.kind" || e.key_path == "search.strategy") << e.format();
   }
+}
+
+TEST(SpecLoader, EmbeddedDefaultIsTheFileInConfigs) {
+  // One source: the binary embeds configs/default_{cpu,gpu}.yaml as they are.
+  auto read = [](const char* name) {
+    std::ifstream in(fs::path(AUTOTUNE_SOURCE_DIR) / "configs" / name);
+    return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  };
+  const std::string& text = embedded_default_spec();
+  EXPECT_EQ(text, cuda_device_present() ? read("default_gpu.yaml") : read("default_cpu.yaml"));
 }
 
 TEST(SpecLoader, EveryExampleConfigLoads) {

@@ -267,6 +267,12 @@ TEST_F(TuneTest, TunedYamlReadsBackWithBestBaselineSearchAndExports) {
   if (best.get_int("num_workers", 0) == 0) {
     EXPECT_FALSE(ex["torch_dataloader"]["prefetch_factor"]);
   }
+  // Hugging Face: the precision is stated whatever it is (fp32 too), so it
+  // overrides a script's own setting.
+  const std::string prec = best.get_string("precision", "");
+  ASSERT_TRUE(ex["hf_training_arguments"]["bf16"]) << "precision " << prec;
+  EXPECT_EQ(ex["hf_training_arguments"]["bf16"].as<bool>(), prec == "bf16");
+  EXPECT_EQ(ex["hf_training_arguments"]["fp16"].as<bool>(), prec == "fp16");
   // No temp file is left beside it.
   for (const auto& e : std::filesystem::directory_iterator(m_dir))
     EXPECT_EQ(e.path().filename().string().find(".tmp."), std::string::npos);
