@@ -1,71 +1,58 @@
 #!/usr/bin/env python3
-"""A small training job tuned through autotune's command workload.
+"""A small training job tuned through autotune's command workload, measured
+with the autotune_trial helper (autotune puts it on PYTHONPATH).
 
-    python3 train_mlp.py --batch-size 64 --num-workers 4 --pin-memory true --precision bf16
-
-Prints one JSON line: {"throughput": samples/s, "vram_bytes": ..., ...}, or
-writes it to $AUTOTUNE_RESULT when set (the command contract). A CUDA
-out-of-memory is reported as {"status": "oom"}.
+    build/autotune --config configs/command_torch.yaml
+    python3 configs/train_mlp.py --batch-size 64 --num-workers 2     # by hand
 
 With PyTorch: an MLP trained on synthetic samples through a real DataLoader
-(batch_size, num_workers, pin_memory) with autocast for fp16/bf16 (tf32 sets
-the matmul precision), on the GPU when there is one, else on the CPU.
+(batch_size, num_workers, prefetch_factor, pin_memory), with autocast for
+fp16/bf16 (tf32 sets the matmul precision), on the GPU when there is one,
+else on the CPU. The helper does the timing (warm-up past the prefetched
+backlog, timed windows, the spread rule), splits each step into data wait
+and compute, reports device and host memory, turns a CUDA out-of-memory into
+{"status": "oom"}, and writes the result where autotune reads it.
 
-Without PyTorch (this script never installs anything): a pure-Python stand-in
-that is still measured for real - `num_workers` processes preprocess samples
-(byte expansion, normalisation) while the main process runs a tiny MLP step
-in plain Python. pin_memory and precision have no effect there and the result
-says so ("backend": "python", "ignored": [...]). Set AUTOTUNE_REQUIRE_TORCH=1
-to make a missing PyTorch an error instead.
+Without PyTorch (this script never installs anything): a pure-Python
+stand-in, still measured for real by the same helper: `num_workers`
+processes preprocess samples while the main process runs a tiny MLP step in
+plain Python. pin_memory and precision have no effect there and the result
+says so ("ignored"). Set AUTOTUNE_REQUIRE_TORCH=1 to make a missing PyTorch
+an error instead.
 """
 import argparse
-import json
 import os
 import random
 import sys
-import time
 
-
-def emit(result):
-    path = os.environ.get("AUTOTUNE_RESULT")
-    text = json.dumps(result)
-    if path:
-        with open(path, "w") as f:
-            f.write(text)
-    print(text, flush=True)
+import autotune_trial
 
 
 def parse_args():
-    p = argparse.ArgumentParser()
-    p.add_argument("--batch-size", type=int, default=64)
-    p.add_argument("--num-workers", type=int, default=0)
-    p.add_argument("--pin-memory", default="false")
-    p.add_argument("--precision", default="fp32", choices=["fp32", "tf32", "fp16", "bf16"])
-    p.add_argument("--seconds", type=float, default=3.0, help="timed window after warm-up")
-    p.add_argument("--warmup", type=float, default=1.5, help="must outlast the prefetched backlog")
-    p.add_argument("--width", type=int, default=1024)
-    p.add_argument("--depth", type=int, default=4)
-    a = p.parse_args()
-    a.pin_memory = a.pin_memory.lower() in ("1", "true", "yes")
-    return a
-
-
-def timed_loop(step, warmup_s, seconds):
-    """Runs step() until warmup_s + seconds; returns (samples, seconds) of the timed part."""
-    start = time.perf_counter()
-    while time.perf_counter() - start < warmup_s:
-        step()
-    t0 = time.perf_counter()
-    samples = 0
-    while time.perf_counter() - t0 < seconds:
-        samples += step()
-    return samples, time.perf_counter() - t0
+    # Defaults for a run by hand; under autotune the AUTOTUNE_* environment
+    # (and the command line the config builds) give the trial's values.
+    p = autotune_trial.params(batch_size=64, num_workers=0, prefetch_factor=2, pin_memory=False, precision="fp32")
+    a = argparse.ArgumentParser()
+    a.add_argument("--batch-size", type=int, default=p.batch_size)
+    a.add_argument("--num-workers", type=int, default=p.num_workers)
+    a.add_argument("--prefetch-factor", type=int, default=p.prefetch_factor)
+    a.add_argument("--pin-memory", default=str(p.pin_memory))
+    a.add_argument("--precision", default=p.precision, choices=["fp32", "tf32", "fp16", "bf16"])
+    a.add_argument("--width", type=int, default=256)
+    a.add_argument("--depth", type=int, default=2)
+    args = a.parse_args()
+    args.pin_memory = args.pin_memory.lower() in ("1", "true", "yes")
+    return args
 
 
 def run_torch(torch, a):
     from torch.utils.data import DataLoader, Dataset
 
     dev = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if dev.type == "cpu" and a.precision == "fp16":
+        # torch's CPU autocast runs bfloat16 only: say so rather than fail in a traceback.
+        autotune_trial.write_result({"status": "error", "reason": "fp16 needs a GPU (CPU autocast is bfloat16 only)"})
+        return
     in_dim = 3 * 32 * 32
 
     class Synthetic(Dataset):
@@ -82,7 +69,7 @@ def run_torch(torch, a):
 
     kw = dict(batch_size=a.batch_size, num_workers=a.num_workers, pin_memory=a.pin_memory and dev.type == "cuda")
     if a.num_workers > 0:
-        kw.update(prefetch_factor=2, persistent_workers=True)
+        kw.update(prefetch_factor=a.prefetch_factor, persistent_workers=True)
     loader = DataLoader(Synthetic(), shuffle=True, drop_last=True, **kw)
     layers, d = [], in_dim
     for _ in range(a.depth):
@@ -92,34 +79,20 @@ def run_torch(torch, a):
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
     if dev.type == "cuda":
         torch.backends.cuda.matmul.allow_tf32 = a.precision == "tf32"
-        torch.cuda.reset_peak_memory_stats()
     dtype = {"fp16": torch.float16, "bf16": torch.bfloat16}.get(a.precision)
     scaler = torch.cuda.amp.GradScaler(enabled=a.precision == "fp16" and dev.type == "cuda")
-    it = iter(loader)
 
-    def step():
-        nonlocal it
-        try:
-            x, y = next(it)
-        except StopIteration:
-            it = iter(loader)
-            x, y = next(it)
-        x, y = x.to(dev, non_blocking=True), y.to(dev, non_blocking=True)
-        with torch.autocast(dev.type, dtype=dtype, enabled=dtype is not None):
-            loss = torch.nn.functional.cross_entropy(model(x), y)
-        opt.zero_grad(set_to_none=True)
-        scaler.scale(loss).backward()
-        scaler.step(opt)
-        scaler.update()
-        if dev.type == "cuda":
-            torch.cuda.synchronize()
-        return x.shape[0]
-
-    samples, secs = timed_loop(step, a.warmup, a.seconds)
-    result = {"throughput": samples / secs, "timed_s": secs}
-    if dev.type == "cuda":
-        result["vram_bytes"] = torch.cuda.max_memory_allocated()
-    return result
+    meter = autotune_trial.Meter(batch_size=a.batch_size, num_workers=a.num_workers,
+                                 prefetch_factor=a.prefetch_factor)
+    with meter:
+        for x, y in meter.batches(loader):
+            x, y = x.to(dev, non_blocking=True), y.to(dev, non_blocking=True)
+            with torch.autocast(dev.type, dtype=dtype, enabled=dtype is not None):
+                loss = torch.nn.functional.cross_entropy(model(x), y)
+            opt.zero_grad(set_to_none=True)
+            scaler.scale(loss).backward()
+            scaler.step(opt)
+            scaler.update()
 
 
 # --- the pure-Python stand-in ------------------------------------------------
@@ -152,29 +125,23 @@ def run_python(a):
             g = 0.001 * (y - 1.0)
             for j in range(HIDDEN):
                 w2[j] -= g * h[j]
-        return len(batch)
 
-    counter = [0]
-    if a.num_workers > 0:
-        pool = mp.Pool(a.num_workers)
-        jobs = pool.imap(make_batch, ((i, a.batch_size) for i in range(10 ** 9)), chunksize=1)
-
-        def step():
-            return train_step(next(jobs))
+    pool = mp.Pool(a.num_workers) if a.num_workers > 0 else None
+    if pool:
+        batches = pool.imap(make_batch, ((i, a.batch_size) for i in range(10 ** 9)), chunksize=1)
     else:
-        pool = None
-
-        def step():
-            counter[0] += 1
-            return train_step(make_batch((counter[0], a.batch_size)))
-
+        batches = (make_batch((i, a.batch_size)) for i in range(10 ** 9))
+    meter = autotune_trial.Meter(batch_size=a.batch_size, num_workers=a.num_workers, prefetch_factor=1)
     try:
-        samples, secs = timed_loop(step, a.warmup, a.seconds)
+        for batch in meter.batches(batches, samples=a.batch_size):
+            train_step(batch)
+        meter.finish()
     finally:
         if pool:
             pool.terminate()
-    return {"throughput": samples / secs, "timed_s": secs, "backend": "python",
-            "ignored": ["pin_memory", "precision"]}
+    meter.result["ignored"] = "pin_memory, precision"
+    meter.result["backend"] = "python"
+    autotune_trial.write_result(meter.result)
 
 
 def main():
@@ -189,12 +156,9 @@ def main():
                   file=sys.stderr)
             return 2
         print("train_mlp.py: PyTorch not found; measuring the pure-Python stand-in", file=sys.stderr)
-        emit(run_python(a))
+        run_python(a)
         return 0
-    try:
-        emit(run_torch(torch, a))
-    except torch.cuda.OutOfMemoryError as e:  # also classified from stderr, but say it plainly
-        emit({"status": "oom", "reason": str(e).splitlines()[0]})
+    run_torch(torch, a)
     return 0
 
 

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cctype>
+#include <cstdlib>
 
 #include <fmt/format.h>
 
@@ -167,6 +168,21 @@ std::string exec_form(std::string_view text) {
   return out;
 }
 
+std::filesystem::path trial_helper_dir() {
+  static const std::filesystem::path found = [] {
+    std::error_code ec;
+    const auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+    if (ec) return std::filesystem::path();
+    const auto bin = exe.parent_path();
+    // Beside the binary in the build tree, one up for the test binaries
+    // (build/tests), and the installed share folder.
+    for (const auto& dir : {bin / "python", bin.parent_path() / "python", bin.parent_path() / "share/autotune/python"})
+      if (std::filesystem::exists(dir / "autotune_trial.py", ec)) return std::filesystem::weakly_canonical(dir, ec);
+    return std::filesystem::path();
+  }();
+  return found;
+}
+
 std::string autotune_env_name(const std::string& parameter) {
   std::string out = "AUTOTUNE_";
   for (unsigned char c : parameter) out += std::isalnum(c) ? static_cast<char>(std::toupper(c)) : '_';
@@ -196,6 +212,14 @@ std::optional<ExternalCommand> CommandWorkload::external_command(const Assignmen
   cmd.env = m_env;
   for (const auto& [name, value] : config.items()) cmd.env[autotune_env_name(name)] = to_string(value);
   cmd.env["AUTOTUNE_TRIAL"] = std::to_string(ctx.trial);
+  // `import autotune_trial` works in every trial with no install step.
+  if (const auto dir = trial_helper_dir(); !dir.empty()) {
+    std::string path = dir.string();
+    const char* inherited = std::getenv("PYTHONPATH");
+    if (auto it = m_env.find("PYTHONPATH"); it != m_env.end()) path += it->second.empty() ? "" : ":" + it->second;
+    else if (inherited && *inherited) path += std::string(":") + inherited;
+    cmd.env["PYTHONPATH"] = path;
+  }
   // Absolute: the script runs in `cwd`, not in the tuner's folder.
   if (!ctx.log_dir.empty()) {
     cmd.result_file = std::filesystem::absolute(ctx.log_dir) / "result.json";

@@ -47,6 +47,12 @@ struct CommandTemplate {
 // a subshell, a compound command or a shell built-in (`cd x && python3 ...`).
 std::string exec_form(std::string_view text);
 
+// The folder holding autotune_trial.py, the Python trial helper: beside the
+// binary (build/python), one folder up (for build/tests), or the installed
+// share/autotune/python. Empty when not found. Every command trial gets it at
+// the front of PYTHONPATH.
+std::filesystem::path trial_helper_dir();
+
 // "batch_size" -> "AUTOTUNE_BATCH_SIZE" (non-alphanumerics become '_').
 std::string autotune_env_name(const std::string& parameter);
 

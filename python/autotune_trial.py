@@ -1,0 +1,573 @@
+"""autotune_trial: measure your own training loop the way autotune does.
+
+autotune puts this module on every command trial's PYTHONPATH, so a script it
+tunes can simply ``import autotune_trial``. Standard library only; PyTorch is
+used when the script has imported it (CUDA synchronisation, device memory,
+CUDA out-of-memory as a status).
+
+    import autotune_trial
+
+    p = autotune_trial.params(batch_size=64, num_workers=0, pin_memory=False, precision="fp32")
+    loader = DataLoader(dataset, batch_size=p.batch_size, num_workers=p.num_workers, pin_memory=p.pin_memory)
+    with autotune_trial.Meter(p) as meter:
+        for x, y in meter.batches(loader):      # ends when the measurement is complete
+            train_step(x, y)
+
+The measurement (the same rule and defaults as autotune's built-in cpu and
+cuda harness, README "How a trial is measured"):
+
+1. Warm-up: until at least ``warmup_s`` seconds (1.5) AND as many steps as the
+   loader had prefetched before the first one, ``num_workers * (prefetch_factor
+   + 1)``, have passed. Timing the first steps measures that backlog, not the
+   pipeline (3-5x too fast on a real job). If the warm-up would take more than
+   half of ``max_s`` it ends there (``warmup_complete: 0``).
+2. Timed windows of at least ``window_s`` seconds (0.3) and 2 steps each.
+3. Stop when the last 5 windows' throughputs have a relative standard
+   deviation at or under ``target_rsd`` (0.02), or when ``max_s`` seconds
+   (10, warm-up included) have passed; a window the cap cuts short is
+   dropped. The result is the last 5 windows' samples over their seconds.
+
+Each step's time is split into waiting for the next batch (inside the
+loader's ``next``) and the rest (computing): ``data_wait_fraction`` is the
+waiting share of the timed windows, and DESIGN's utilisation U = T_compute /
+(T_compute + T_wait) is ``1 - data_wait_fraction``. With CUDA in use the
+device is synchronised at each window's edges, so queued GPU work is counted
+in the window it belongs to.
+
+The result goes to ``$AUTOTUNE_RESULT`` (written atomically) and is printed
+as one JSON line; run by hand (no autotune around it) a readable summary goes
+to standard error as well. A CUDA out-of-memory inside ``with Meter(...)`` is
+reported as ``{"status": "oom", ...}`` and a ``MemoryError`` as ``host_oom``,
+instead of a traceback.
+
+Callbacks built on the same meter, defined only where their package imports:
+``autotune_trial.HFCallback`` (Hugging Face ``Trainer``) and
+``autotune_trial.LightningCallback`` (Lightning ``Trainer``).
+"""
+
+import json
+import math
+import os
+import sys
+import time
+
+__all__ = ["params", "Params", "Meter", "RULE", "write_result", "HFCallback", "LightningCallback"]
+
+# The built-in harness's defaults (workloads/pipeline_knobs.cpp,
+# workloads/cuda_workload_info.cpp): one rule, documented once.
+RULE = {
+    "warmup_s": 1.5,
+    "window_s": 0.3,
+    "window_min_steps": 2,
+    "rsd_windows": 5,
+    "target_rsd": 0.02,
+    "max_s": 10.0,
+}
+
+_TRUE = ("1", "true", "yes", "on")
+_FALSE = ("0", "false", "no", "off")
+
+
+# ----------------------------------------------------------------- parameters
+
+class Params(dict):
+    """The trial's parameters: ``p.batch_size`` or ``p["batch_size"]``.
+
+    ``tuning`` is true when autotune runs the script (AUTOTUNE_TRIAL is set).
+    """
+
+    def __getattr__(self, name):
+        try:
+            return self[name]
+        except KeyError:
+            raise AttributeError(
+                f"autotune_trial: no parameter {name!r} (give it a default: params({name}=...), "
+                f"or declare it in the space)") from None
+
+    @property
+    def tuning(self):
+        return "AUTOTUNE_TRIAL" in os.environ
+
+
+def _env_name(name):
+    return "AUTOTUNE_" + "".join(c.upper() if c.isalnum() else "_" for c in name)
+
+
+def _parse_like(text, default, name):
+    """`text` from the environment, typed like `default` (or guessed)."""
+    kind = type(default) if default is not None else None
+    low = text.strip().lower()
+    if kind is bool or (kind is None and low in _TRUE + _FALSE):
+        if low in _TRUE:
+            return True
+        if low in _FALSE:
+            return False
+        raise ValueError(f"autotune_trial: {_env_name(name)}={text!r} is not a boolean")
+    if kind is int or (kind is None and _is_int(text)):
+        try:
+            return int(text)
+        except ValueError:
+            raise ValueError(f"autotune_trial: {_env_name(name)}={text!r} is not an integer") from None
+    if kind is float:
+        return float(text)
+    return text
+
+
+def _is_int(text):
+    try:
+        int(text)
+        return True
+    except ValueError:
+        return False
+
+
+def params(**defaults):
+    """The trial's parameters, typed, from the AUTOTUNE_* environment.
+
+    Every keyword is a parameter with its default for a run by hand; its type
+    (int, bool, float, str) types the environment's text. Parameters autotune
+    sets that have no default here are included too, typed by their look.
+    """
+    out = Params()
+    for name, default in defaults.items():
+        text = os.environ.get(_env_name(name))
+        out[name] = default if text is None else _parse_like(text, default, name)
+    skip = {"AUTOTUNE_TRIAL", "AUTOTUNE_RESULT", "AUTOTUNE_STOP_BELOW"}
+    known = {_env_name(n) for n in defaults}
+    for key, text in os.environ.items():
+        if key.startswith("AUTOTUNE_") and key not in skip and key not in known:
+            name = key[len("AUTOTUNE_"):].lower()
+            if name and name not in out:
+                out[name] = _parse_like(text, None, name)
+    return out
+
+
+# ----------------------------------------------------------------- memory
+
+def _status_bytes(pid, key):
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith(key + ":"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0
+
+
+def _descendants(root):
+    """Live descendants of `root` (DataLoader workers, launcher children)."""
+    children = {}
+    try:
+        names = os.listdir("/proc")
+    except OSError:
+        return []
+    for name in names:
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat") as f:
+                ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+        children.setdefault(ppid, []).append(int(name))
+    out, todo = [], [root]
+    while todo:
+        for c in children.get(todo.pop(), []):
+            out.append(c)
+            todo.append(c)
+    return out
+
+
+def host_bytes():
+    """Peak resident memory of this process plus its live descendants (the
+    runner's measure: the sum of each one's VmHWM)."""
+    me = os.getpid()
+    return sum(max(_status_bytes(p, "VmHWM"), _status_bytes(p, "VmRSS")) for p in [me] + _descendants(me))
+
+
+def _torch():
+    return sys.modules.get("torch")
+
+
+def _cuda_in_use():
+    torch = _torch()
+    try:
+        return torch is not None and torch.cuda.is_available() and torch.cuda.is_initialized()
+    except Exception:  # a broken driver must not break the measurement
+        return False
+
+
+def _sync():
+    if _cuda_in_use():
+        _torch().cuda.synchronize()
+
+
+def _samples_in(batch, default):
+    """Samples in a batch: the leading dimension of its first tensor-like part."""
+    item = batch
+    for _ in range(4):
+        if isinstance(item, dict) and item:
+            item = next(iter(item.values()))
+        elif isinstance(item, (list, tuple)) and item and not isinstance(item[0], (int, float)):
+            item = item[0]
+        else:
+            break
+    shape = getattr(item, "shape", None)
+    if shape is not None and len(shape) > 0:
+        return int(shape[0])
+    if isinstance(item, (list, tuple)):
+        return len(item)
+    if default:
+        return int(default)
+    raise ValueError("autotune_trial: cannot tell how many samples a batch holds; pass samples= to batches()")
+
+
+# ----------------------------------------------------------------- results
+
+def write_result(result):
+    """Writes `result` to $AUTOTUNE_RESULT (temp file + rename) and prints it
+    as one JSON line."""
+    text = json.dumps(result, sort_keys=True)
+    path = os.environ.get("AUTOTUNE_RESULT")
+    if path:
+        tmp = f"{path}.tmp.{os.getpid()}"
+        with open(tmp, "w") as f:
+            f.write(text + "\n")
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    print(text, flush=True)
+
+
+def _is_cuda_oom(exc):
+    torch = _torch()
+    oom_type = getattr(getattr(torch, "cuda", None), "OutOfMemoryError", None) if torch else None
+    if oom_type is not None and isinstance(exc, oom_type):
+        return True
+    return isinstance(exc, RuntimeError) and "CUDA out of memory" in str(exc)
+
+
+# ----------------------------------------------------------------- the meter
+
+class Meter:
+    """Warm-up, timed windows and the stopping rule around a training loop.
+
+    Use ``batches(loader)`` for a loop you write, or the two marks
+    ``batch_ready()`` (the batch is in hand: waiting ends) and
+    ``step_done(samples)`` (the step's work is done) from a framework's hooks.
+    ``done`` turns true when the measurement is complete.
+
+    ``p``: the trial's Params (reads batch_size, num_workers, prefetch_factor
+    for the warm-up); keywords override RULE's values.
+    """
+
+    def __init__(self, p=None, *, batch_size=None, num_workers=None, prefetch_factor=None, **rule):
+        p = p or {}
+        unknown = set(rule) - set(RULE)
+        if unknown:
+            raise TypeError(f"autotune_trial.Meter: unknown option(s) {sorted(unknown)}; known: {sorted(RULE)}")
+        self.rule = dict(RULE, **rule)
+        self.batch_size = batch_size if batch_size is not None else p.get("batch_size")
+        workers = num_workers if num_workers is not None else p.get("num_workers", 0)
+        prefetch = prefetch_factor if prefetch_factor is not None else p.get("prefetch_factor", 2)
+        # Batches prepared before the first step: the queues plus one in each worker's hands.
+        self.warmup_min_steps = max(1, int(workers or 0) * (int(prefetch or 2) + 1))
+        self.done = False
+        self.result = None
+        self.timed_span = None
+        self._start = None
+        self._warm = False
+        self._warmup_complete = True
+        self._warmup_steps = 0
+        self._warmup_end = None
+        self._cpu0 = None
+        self._last_end = None      # when the previous step's work ended
+        self._ready = None         # when this step's batch arrived
+        self._win = None           # the open window: [t0, samples, wait, steps]
+        self._windows = []         # closed: (t0, t1, samples, wait)
+        self._timed_steps = 0
+        self._stopped_by_rsd = False
+        self._samples_total = 0
+
+    # -- marks
+
+    def start(self):
+        """Starts the clock (the first mark does it if you do not)."""
+        if self._start is None:
+            self._start = self._last_end = time.perf_counter()
+
+    def batch_ready(self):
+        """The next batch is in hand: the time since the last step ended was data wait."""
+        self.start()
+        self._ready = time.perf_counter()
+
+    def step_done(self, samples=None):
+        """One step (micro-batch) of `samples` samples is done. Returns `done`."""
+        if self.done:
+            return True
+        if samples is None:
+            samples = self.batch_size
+            if not samples:
+                raise ValueError("autotune_trial: step_done() needs samples= (no batch_size known)")
+        now = time.perf_counter()
+        self.start()
+        ready = self._ready if self._ready is not None else self._last_end
+        wait = max(0.0, ready - self._last_end)
+        self._ready = None
+        self._samples_total += samples
+        r = self.rule
+        if not self._warm:
+            self._warmup_steps += 1
+            elapsed = now - self._start
+            enough = self._warmup_steps >= self.warmup_min_steps and elapsed >= r["warmup_s"]
+            cut = elapsed >= 0.5 * r["max_s"]
+            if enough or cut:
+                self._warmup_complete = enough
+                self._warm = True
+                _sync()
+                now = time.perf_counter()
+                self._warmup_end = now
+                self._cpu0 = os.times()
+                self._win = [now, 0, 0.0, 0]
+            self._last_end = now
+            return False
+        w = self._win
+        w[1] += samples
+        w[2] += wait
+        w[3] += 1
+        self._timed_steps += 1
+        full = w[3] >= r["window_min_steps"] and now - w[0] >= r["window_s"]
+        # The cap ends a window early only once one window is complete; that
+        # short window is dropped (it would only add noise).
+        capped = now - self._start >= r["max_s"] and self._windows
+        if full or capped:
+            _sync()
+            now = time.perf_counter()
+            if full:
+                self._windows.append((w[0], now, w[1], w[2]))
+            k = r["rsd_windows"]
+            rates = [s / (t1 - t0) for t0, t1, s, _ in self._windows[-k:]]
+            if full and len(rates) >= k and _rsd(rates) <= r["target_rsd"]:
+                self._stopped_by_rsd = True
+                self._finish(now)
+            elif now - self._start >= r["max_s"]:
+                self._finish(now)
+            else:
+                self._win = [now, 0, 0.0, 0]
+        self._last_end = now
+        return self.done
+
+    def batches(self, loader, samples=None):
+        """Yields batches from `loader` until the measurement is complete,
+        starting the loader again (a new epoch) if it runs out first.
+
+        `samples`: samples per batch, a number or a function of the batch
+        (default: the leading dimension of the batch's first tensor)."""
+        self.start()
+        epochs = 0
+        while not self.done:
+            it = iter(loader)
+            got = False
+            while not self.done:
+                try:
+                    batch = next(it)
+                except StopIteration:
+                    break
+                got = True
+                self.batch_ready()
+                yield batch
+                n = samples(batch) if callable(samples) else samples
+                self.step_done(n if n is not None else _samples_in(batch, self.batch_size))
+            epochs += 1
+            if not got or it is loader:  # empty, or a one-shot iterator: it cannot start again
+                if not self.done:
+                    self._finish(time.perf_counter(), exhausted=True)
+                break
+
+    # -- the result
+
+    def _finish(self, now, exhausted=False):
+        if self.done:
+            return
+        self.done = True
+        r = self.rule
+        k = r["rsd_windows"]
+        last = self._windows[-k:]
+        res = {}
+        if last:
+            secs = sum(t1 - t0 for t0, t1, _, _ in last)
+            res["throughput"] = sum(s for _, _, s, _ in last) / secs
+            res["throughput_rsd"] = _rsd([s / (t1 - t0) for t0, t1, s, _ in last])
+            wait = sum(w for _, _, _, w in last)
+            res["data_wait_fraction"] = min(1.0, max(0.0, wait / secs))
+            res["compute_busy"] = 1.0 - res["data_wait_fraction"]
+            self.timed_span = (last[0][0], last[-1][1])  # perf_counter times of the windows counted
+        else:
+            res["status"] = "error"
+            res["reason"] = ("the loader ran out before the first timed window: make it longer than the warm-up "
+                             f"({self._warmup_steps} steps)" if exhausted else "no timed window completed")
+        res["windows"] = len(self._windows)
+        res["stopped_by_rsd"] = 1 if self._stopped_by_rsd else 0
+        res["warmup_complete"] = 1 if self._warmup_complete and self._warm else 0
+        res["warmup_steps"] = self._warmup_steps
+        res["timed_steps"] = self._timed_steps
+        res["measure_seconds"] = now - self._start if self._start is not None else 0.0
+        if exhausted:
+            res["loader_exhausted"] = 1
+        if self._cpu0 is not None and self._warmup_end is not None and now > self._warmup_end:
+            t = os.times()
+            cpu = (t.user + t.system) - (self._cpu0.user + self._cpu0.system)
+            res["cpu_cores"] = cpu / (now - self._warmup_end)
+        ram = host_bytes()
+        if ram:
+            res["ram_bytes"] = ram
+        if _cuda_in_use():
+            torch = _torch()
+            res["vram_bytes"] = torch.cuda.max_memory_reserved()
+        self.result = res
+
+    def finish(self):
+        """Ends the measurement now (if the loop ended first) and returns the result."""
+        if not self.done:
+            self._finish(time.perf_counter())
+        return self.result
+
+    def report(self):
+        """Writes the result (see write_result); run by hand, also a summary."""
+        res = self.finish()
+        write_result(res)
+        if "AUTOTUNE_TRIAL" not in os.environ:
+            print(summary(res), file=sys.stderr, flush=True)
+        return res
+
+    # -- as a context manager: the result on exit, failures as statuses
+
+    def __enter__(self):
+        self.start()
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        if exc is None:
+            self.report()
+            return False
+        if _is_cuda_oom(exc):
+            write_result({"status": "oom", "reason": str(exc).splitlines()[0] if str(exc) else "CUDA out of memory"})
+            return True
+        if isinstance(exc, MemoryError):
+            write_result({"status": "host_oom", "reason": f"MemoryError: {exc}"})
+            return True
+        return False  # any other exception: the traceback, and an `error` trial
+
+
+def _rsd(values):
+    n = len(values)
+    if n < 2:
+        return 0.0
+    mean = sum(values) / n
+    if mean == 0:
+        return 0.0
+    return math.sqrt(sum((v - mean) ** 2 for v in values) / (n - 1)) / abs(mean)
+
+
+def summary(res):
+    """A readable line or two for a run by hand."""
+    if "throughput" not in res:
+        return f"autotune_trial: {res.get('status', 'error')}: {res.get('reason', '')}"
+    wait = res["data_wait_fraction"]
+    bound = "loader-bound: more workers, prefetch or pinned memory may help" if wait > 0.2 else \
+        "compute-bound: the loader keeps up"
+    text = (f"autotune_trial: {res['throughput']:.1f} samples/s (spread {100 * res['throughput_rsd']:.1f}% over "
+            f"{min(res['windows'], RULE['rsd_windows'])} windows, after {res['warmup_steps']} warm-up steps; "
+            f"{'stopped on the spread' if res['stopped_by_rsd'] else 'stopped by the time cap'})\n"
+            f"autotune_trial: waiting for data {100 * wait:.0f}% of the time ({bound})")
+    if "vram_bytes" in res:
+        text += f"; device memory {res['vram_bytes'] / 2**20:.0f} MiB"
+    if "ram_bytes" in res:
+        text += f"; host memory {res['ram_bytes'] / 2**20:.0f} MiB"
+    return text
+
+
+# ----------------------------------------------------------------- framework callbacks
+
+def _make_hf_callback():
+    from transformers import TrainerCallback  # only where transformers imports
+
+    class HFCallback(TrainerCallback):
+        """Measures a Hugging Face Trainer run and stops it when complete.
+
+            trainer = Trainer(..., callbacks=[autotune_trial.HFCallback(p)])
+            trainer.train()     # stops itself; the result is written at the end
+
+        A step is one optimizer step of per_device_train_batch_size *
+        gradient_accumulation_steps samples; data wait is the time from one
+        step's end to the next step's start (the Trainer fetches in between).
+        """
+
+        def __init__(self, p=None, **rule):
+            self.meter = Meter(p, **rule)
+            self._reported = False
+
+        def on_train_begin(self, args, state, control, **kwargs):
+            self.meter.start()
+
+        def on_step_begin(self, args, state, control, **kwargs):
+            self.meter.batch_ready()
+
+        def on_step_end(self, args, state, control, **kwargs):
+            n = args.per_device_train_batch_size * args.gradient_accumulation_steps
+            if self.meter.step_done(n):
+                control.should_training_stop = True
+            return control
+
+        def on_train_end(self, args, state, control, **kwargs):
+            if not self._reported:
+                self._reported = True
+                self.meter.report()
+
+    return HFCallback
+
+
+def _make_lightning_callback():
+    try:
+        import lightning.pytorch as pl  # Lightning 2.x
+    except ImportError:
+        import pytorch_lightning as pl  # the older package name
+
+    class LightningCallback(pl.Callback):
+        """Measures a Lightning Trainer's fit and stops it when complete.
+
+            trainer = Trainer(..., callbacks=[autotune_trial.LightningCallback(p)])
+        """
+
+        def __init__(self, p=None, **rule):
+            self.meter = Meter(p, **rule)
+            self._reported = False
+
+        def on_train_start(self, trainer, pl_module):
+            self.meter.start()
+
+        def on_train_batch_start(self, trainer, pl_module, batch, batch_idx):
+            self.meter.batch_ready()
+
+        def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx):
+            if self.meter.step_done(_samples_in(batch, self.meter.batch_size)):
+                trainer.should_stop = True
+
+        def on_train_end(self, trainer, pl_module):
+            if not self._reported:
+                self._reported = True
+                self.meter.report()
+
+    return LightningCallback
+
+
+_LAZY = {"HFCallback": _make_hf_callback, "LightningCallback": _make_lightning_callback}
+
+
+def __getattr__(name):  # PEP 562: the callbacks exist only where their framework imports
+    if name in _LAZY:
+        cls = _LAZY[name]()
+        globals()[name] = cls
+        return cls
+    raise AttributeError(f"module 'autotune_trial' has no attribute {name!r}")
