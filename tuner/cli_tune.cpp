@@ -13,6 +13,7 @@
 #include "tuner/emitter.hpp"
 #include "tuner/interrupt.hpp"
 #include "tuner/slots.hpp"
+#include "tuner/time_split.hpp"
 
 namespace autotune {
 namespace {
@@ -39,11 +40,20 @@ void print_summary(const Spec& spec, const TuneResult& r) {
                                  std::count_if(r.confirmed.begin(), r.confirmed.end(),
                                                [](const ConfirmRow& x) { return x.all_ok; }),
                                  r.confirmed.size());
-    if (r.baseline && r.baseline->outcome.ok())
+    if (r.baseline && r.baseline->outcome.ok()) {
       std::cout << fmt::format("        {:.2f}x the baseline ({:.1f} samples/s: {})\n",
                                r.best_outcome->throughput / r.baseline->outcome.throughput,
                                r.baseline->outcome.throughput,
                                spec.space.to_assignment(r.baseline->config).describe());
+      // Why: where each one's time went, and the bottleneck that moved.
+      const TimeSplit before = time_split(r.baseline->outcome), after = time_split(*r.best_outcome);
+      if (before.known() && after.known())
+        std::cout << "why:    baseline " << describe(before) << "\n"
+                  << "        answer   " << describe(after) << "\n"
+                  << "        " << explain_speedup(before, after) << "\n";
+    } else if (const TimeSplit after = time_split(*r.best_outcome); after.known()) {
+      std::cout << "        " << describe(after) << "\n";
+    }
   } else {
     std::cout << "no configuration ran successfully\n";
   }

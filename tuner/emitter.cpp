@@ -1,4 +1,5 @@
 #include "tuner/emitter.hpp"
+#include "tuner/time_split.hpp"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -150,6 +151,28 @@ std::string render_tuned_yaml(const Spec& spec, const TuneResult& r) {
         e << YAML::Key << "speedup" << YAML::Value
           << round_sig(r.best_outcome->throughput / r.baseline->outcome.throughput, 4);
     }
+    e << YAML::EndMap;
+  }
+  // Where the time went for the baseline and the answer, and what moved.
+  const auto split_of = [&](const char* key, const TimeSplit& s) {
+    e << YAML::Key << key << YAML::Value << YAML::Flow << YAML::BeginMap;
+    e << YAML::Key << "data_wait" << YAML::Value << round_sig(*s.data_wait, 3);
+    e << YAML::Key << "compute" << YAML::Value << round_sig(*s.compute, 3);
+    if (s.device_busy) e << YAML::Key << "device_busy" << YAML::Value << round_sig(*s.device_busy, 3);
+    e << YAML::Key << "bound" << YAML::Value << s.bound();
+    e << YAML::EndMap;
+  };
+  const std::optional<TimeSplit> after =
+      r.best_outcome ? std::optional<TimeSplit>(time_split(*r.best_outcome)) : std::nullopt;
+  const std::optional<TimeSplit> before = r.baseline && r.baseline->outcome.ok()
+                                              ? std::optional<TimeSplit>(time_split(r.baseline->outcome))
+                                              : std::nullopt;
+  if ((after && after->known()) || (before && before->known())) {
+    e << YAML::Key << "time_split" << YAML::Value << YAML::BeginMap;
+    if (before && before->known()) split_of("baseline", *before);
+    if (after && after->known()) split_of("best", *after);
+    if (before && after && before->known() && after->known())
+      e << YAML::Key << "why" << YAML::Value << explain_speedup(*before, *after);
     e << YAML::EndMap;
   }
   if (!r.confirmed.empty()) {
