@@ -1,6 +1,7 @@
 // The default Workload::interpret: the command contract (README, "The command
 // contract") applied to what an external trial produced.
 #include <cmath>
+#include <optional>
 #include <sstream>
 
 #include <fmt/format.h>
@@ -75,6 +76,18 @@ std::string said(const ExternalRun& run) {
   return line.empty() ? std::string() : ": " + tail_for_reason(line, 300);
 }
 
+// The kernel's own word that host memory ran out while the job ran: an OOM
+// kill of one of its processes (from the kernel log), or failing that, of any
+// process on the machine (/proc/vmstat) at the time the job failed.
+std::optional<std::string> kernel_oom_reason(const ExternalRun& run) {
+  if (!run.oom_killed.empty())
+    return fmt::format("the kernel's OOM killer killed {} of this trial", run.oom_killed);
+  if (run.oom_kills > 0)
+    return fmt::format("the kernel's OOM killer killed {} process{} while this trial ran (/proc/vmstat oom_kill)",
+                       run.oom_kills, run.oom_kills == 1 ? "" : "es");
+  return std::nullopt;
+}
+
 }  // namespace
 
 Outcome Workload::interpret(const ExternalRun& run, const TrialContext& ctx) const {
@@ -126,9 +139,14 @@ Outcome Workload::interpret(const ExternalRun& run, const TrialContext& ctx) con
     // failure on the job's behalf: read it as what it names.
     if (auto r = read_reported_failure(run.stderr_tail, run.exit_code, run.via_shell))
       return fail(r->status, r->reason + output_tails(run, ctx));
+    if (auto why = kernel_oom_reason(run))
+      return fail(Status::host_oom, *why + fmt::format("; it exited with status {}", run.exit_code) + said(run) +
+                                        output_tails(run, ctx));
     return fail(Status::error, fmt::format("exited with status {}", run.exit_code) + said(run) +
                                    output_tails(run, ctx));
   }
+  if (!result && kernel_oom_reason(run))
+    return fail(Status::host_oom, *kernel_oom_reason(run) + "; no JSON result" + said(run) + output_tails(run, ctx));
   if (!result)
     return fail(Status::error, "no JSON result: $AUTOTUNE_RESULT not written and no standard output line is a "
                                "JSON object" + said(run) + output_tails(run, ctx));

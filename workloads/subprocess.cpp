@@ -15,6 +15,7 @@
 
 #include <algorithm>
 #include <array>
+#include <set>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -109,7 +110,7 @@ double proc_peak_bytes(const char* pid) {
 // Sum over every live process of the group. VmHWM is each process's own peak,
 // so the sum can exceed the group's true simultaneous peak when members peak
 // at different times; it is the bound the DESIGN asks for ("sum of VmHWM").
-double group_ram_bytes(pid_t pgid) {
+double group_ram_bytes(pid_t pgid, std::set<long>* members) {
   DIR* d = ::opendir("/proc");
   if (!d) return 0;
   double sum = 0;
@@ -117,9 +118,49 @@ double group_ram_bytes(pid_t pgid) {
     if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
     if (proc_pgrp(e->d_name) != pgid) continue;
     sum += proc_peak_bytes(e->d_name);
+    if (members) members->insert(std::strtol(e->d_name, nullptr, 10));
   }
   ::closedir(d);
   return sum;
+}
+
+// The kernel's count of OOM kills since boot (/proc/vmstat, Linux 4.13+);
+// -1 when unknown.
+long long oom_kill_count() {
+  std::ifstream in("/proc/vmstat");
+  std::string key;
+  long long value = 0;
+  while (in >> key >> value)
+    if (key == "oom_kill") return value;
+  return -1;
+}
+
+// "python3 (pid 1531)" for each of `pids` that the kernel log says the OOM
+// killer killed ("Killed process 1531 (python3)"). Needs /dev/kmsg to be
+// readable (root, or kernel.dmesg_restrict=0); empty otherwise.
+std::string oom_killed_members(const std::set<long>& pids) {
+  if (pids.empty()) return {};
+  const int fd = ::open("/dev/kmsg", O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) return {};
+  std::string found;
+  std::array<char, 8192> rec;
+  for (;;) {
+    const ssize_t n = ::read(fd, rec.data(), rec.size() - 1);  // one record per read
+    if (n < 0 && errno == EPIPE) continue;  // overwritten while reading: go on
+    if (n <= 0) break;
+    rec[static_cast<std::size_t>(n)] = '\0';
+    const char* k = std::strstr(rec.data(), "Killed process ");
+    if (!k) continue;
+    char* end = nullptr;
+    const long pid = std::strtol(k + 15, &end, 10);
+    if (!pids.count(pid) || !end) continue;
+    std::string name;
+    if (const char* open = std::strchr(end, '('))
+      if (const char* close = std::strchr(open, ')')) name.assign(open + 1, close);
+    found += fmt::format("{}{} (pid {})", found.empty() ? "" : ", ", name.empty() ? "a process" : name, pid);
+  }
+  ::close(fd);
+  return found;
 }
 
 // In the child, before exec or body: async-signal-safe calls only.
@@ -221,8 +262,10 @@ ExternalRun supervise(pid_t pid, Fd& out_r, Fd& err_r, Fd* res_r, const ChildOpt
   double idle_us = 200;
   std::array<char, 16384> buf;
 
+  std::set<long> members;  // every process seen in the group: the OOM killer's victims among them
+  const long long oom_kills_before = oom_kill_count();
   auto sample = [&] {
-    run.peak_ram_bytes = std::max(run.peak_ram_bytes, group_ram_bytes(pgid));
+    run.peak_ram_bytes = std::max(run.peak_ram_bytes, group_ram_bytes(pgid, &members));
   };
   auto stop_group = [&](double now, bool cancelled) {
     if (term_sent) return;
@@ -305,6 +348,13 @@ ExternalRun supervise(pid_t pid, Fd& out_r, Fd& err_r, Fd* res_r, const ChildOpt
   } else if (WIFSIGNALED(status)) {
     run.signal = WTERMSIG(status);
     run.runner_killed = (run.signal == SIGTERM && term_sent) || (run.signal == SIGKILL && kill_sent);
+  }
+  // Host memory that ran out under the job: the kernel's OOM killer may have
+  // taken any process of the group (a DataLoader worker, a rank) while what
+  // the job printed says nothing useful ("lost sys.stderr").
+  if (const long long after = oom_kill_count(); oom_kills_before >= 0 && after > oom_kills_before) {
+    run.oom_kills = static_cast<int>(after - oom_kills_before);
+    run.oom_killed = oom_killed_members(members);
   }
   // A child that exited (or was killed) after our SIGTERM is still a timeout.
   run.stdout_tail = out.take();
@@ -438,7 +488,9 @@ std::optional<Outcome> classify_termination(const ExternalRun& run) {
                                                                    : "timed out; stopped by SIGTERM");
   if (run.signal == SIGKILL)
     return Outcome::failure(Status::host_oom,
-                            "killed by SIGKILL that the tuner did not send (the kernel's OOM killer?)");
+                            run.oom_killed.empty()
+                                ? std::string("killed by SIGKILL that the tuner did not send (the kernel's OOM killer?)")
+                                : fmt::format("killed by SIGKILL: the kernel's OOM killer killed {}", run.oom_killed));
   if (run.signal != 0) {
     const char* name = ::sigabbrev_np(run.signal);
     return Outcome::failure(Status::crash, fmt::format("killed by signal {} (SIG{}: {})", run.signal,

@@ -49,6 +49,8 @@ struct ExternalRun {
   double peak_ram_bytes = 0;   // peak of the summed VmHWM/VmRSS over the process group; 0 unknown
   double wall_s = 0;
   bool via_shell = false;      // copied from ExternalCommand::via_shell
+  int oom_kills = 0;           // the kernel's OOM kills (anywhere) while it ran (/proc/vmstat oom_kill)
+  std::string oom_killed;      // those of its own processes, "python3 (pid 1531)", when the kernel log says
 };
 
 struct Limits {

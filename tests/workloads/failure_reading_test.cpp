@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <fstream>
+#include <utility>
 
 #include "tests/support/proc_util.hpp"
 #include "tests/support/python_util.hpp"
@@ -227,6 +228,87 @@ raise ChildFailedError("train.py", {0: ProcessFailure(local_rank=0, pid=4242, ex
   Outcome o = run(testing::torch_python() + " " + script.string(), dir);
   EXPECT_EQ(o.status, Status::host_oom) << o.reason;
   EXPECT_NE(o.reason.find("Signal 9 (SIGKILL) received by PID 4242"), std::string::npos) << o.reason;
+}
+
+// A memory cgroup (v1 or v2) with `limit` bytes, for a real OOM kill by the
+// kernel; empty path (and why) when this machine does not allow one (not
+// root, no writable memory controller).
+class MemoryCgroup {
+ public:
+  explicit MemoryCgroup(long long limit) {
+    const std::string name = "autotune-test-" + std::to_string(::getpid()) + "-" + std::to_string(++s_count);
+    for (const auto& [root, limit_file] : {std::pair<std::string, std::string>{"/sys/fs/cgroup/memory", "memory.limit_in_bytes"},
+                                           {"/sys/fs/cgroup/unified", "memory.max"},
+                                           {"/sys/fs/cgroup", "memory.max"}}) {
+      const std::filesystem::path dir = std::filesystem::path(root) / name;
+      std::error_code ec;
+      if (!std::filesystem::create_directory(dir, ec)) continue;
+      std::ofstream(dir / limit_file) << limit;
+      std::ifstream in(dir / limit_file);
+      long long got = 0;
+      if (in >> got && got > 0 && got <= limit + 4096) {
+        m_dir = dir;
+        // No swap to fall back on (v1: memsw may be absent; then swap is what the host has).
+        std::ofstream(dir / "memory.swappiness") << 0;
+        std::ofstream(dir / "memory.swap.max") << 0;
+        return;
+      }
+      std::filesystem::remove(dir, ec);
+    }
+  }
+  ~MemoryCgroup() {
+    if (m_dir.empty()) return;
+    // The trial's processes are gone (the runner killed the group); rmdir
+    // succeeds once the kernel has let go of them.
+    for (int i = 0; i < 100 && ::rmdir(m_dir.c_str()) != 0; ++i) ::usleep(20000);
+  }
+  const std::filesystem::path& dir() const { return m_dir; }
+
+ private:
+  static inline int s_count = 0;
+  std::filesystem::path m_dir;
+};
+
+TEST(ReportedFailureProcess, RealOomKillerThroughACompoundShellCommandIsHostOom) {
+  MemoryCgroup cg(150LL << 20);
+  if (cg.dir().empty()) GTEST_SKIP() << "no writable memory cgroup here (needs root): no real OOM kill to test";
+  ScratchDir dir;
+  // The shell stays (a compound command); the kernel kills python3 inside it.
+  Outcome o = run("echo $$ > " + (cg.dir() / "cgroup.procs").string() +
+                      " && python3 -c 'x = bytearray(600 << 20); print(len(x))'",
+                  dir);
+  EXPECT_EQ(o.status, Status::host_oom) << o.reason;
+  EXPECT_NE(o.reason.find("Killed"), std::string::npos) << o.reason;
+}
+
+TEST(ReportedFailureProcess, RealOomKillerTakingADataLoaderWorkerIsHostOom) {
+  AUTOTUNE_REQUIRE_TORCH();
+  MemoryCgroup cg(1LL << 30);
+  if (cg.dir().empty()) GTEST_SKIP() << "no writable memory cgroup here (needs root): no real OOM kill to test";
+  ScratchDir dir;
+  const auto script = dir.write("hungry.py", R"(import torch
+from torch.utils.data import DataLoader, Dataset
+class Hungry(Dataset):
+    def __len__(self): return 1000
+    def __getitem__(self, i):
+        hoard.append(bytearray(64 << 20))  # a worker whose memory grows without bound
+        return torch.zeros(4)
+hoard = []
+for batch in DataLoader(Hungry(), batch_size=1, num_workers=2):
+    pass
+print('{"throughput": 1.0}')
+)");
+  Outcome o = run("echo $$ > " + (cg.dir() / "cgroup.procs").string() + " && " + testing::torch_python() + " " +
+                      script.string(),
+                  dir, 120);
+  EXPECT_EQ(o.status, Status::host_oom) << o.reason;
+  // Torch's own line when the main process could still print it; under the
+  // memory pressure it sometimes cannot ("lost sys.stderr"), and then the
+  // kernel's log names the victim.
+  EXPECT_TRUE(o.reason.find("DataLoader worker") != std::string::npos ||
+              o.reason.find("OOM killer killed") != std::string::npos)
+      << o.reason;
+  EXPECT_TRUE(processes_mentioning(dir.path().string()).empty()) << "no worker left behind";
 }
 
 }  // namespace
