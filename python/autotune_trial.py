@@ -132,7 +132,7 @@ def params(**defaults):
     for name, default in defaults.items():
         text = os.environ.get(_env_name(name))
         out[name] = default if text is None else _parse_like(text, default, name)
-    skip = {"AUTOTUNE_TRIAL", "AUTOTUNE_RESULT", "AUTOTUNE_STOP_BELOW"}
+    skip = {"AUTOTUNE_TRIAL", "AUTOTUNE_RESULT", "AUTOTUNE_STOP_BELOW", "AUTOTUNE_CUDA_MODULE"}  # the tool's own
     known = {_env_name(n) for n in defaults}
     for key, text in os.environ.items():
         if key.startswith("AUTOTUNE_") and key not in skip and key not in known:

@@ -137,8 +137,12 @@ Outcome Workload::interpret(const ExternalRun& run, const TrialContext& ctx) con
   if (run.exit_code != 0) {
     // A shell, torchrun or a DataLoader may report a signal or a memory
     // failure on the job's behalf: read it as what it names.
-    if (auto r = read_reported_failure(run.stderr_tail, run.exit_code, run.via_shell))
+    if (auto r = read_reported_failure(run.stderr_tail, run.exit_code, run.via_shell)) {
+      // The kernel's log, where readable, confirms which process it took.
+      if (r->status == Status::host_oom && !run.oom_killed.empty())
+        r->reason += "; the kernel's OOM killer killed " + run.oom_killed;
       return fail(r->status, r->reason + output_tails(run, ctx));
+    }
     if (auto why = kernel_oom_reason(run))
       return fail(Status::host_oom, *why + fmt::format("; it exited with status {}", run.exit_code) + said(run) +
                                         output_tails(run, ctx));
