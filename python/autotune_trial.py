@@ -502,6 +502,9 @@ def _make_hf_callback():
         A step is one optimizer step of per_device_train_batch_size *
         gradient_accumulation_steps samples; data wait is the time from one
         step's end to the next step's start (the Trainer fetches in between).
+        With gradient accumulation, Trainers before transformers 4.40 fetch
+        the later micro-batches inside the step, so their wait counts as
+        compute there; throughput is right either way.
         """
 
         def __init__(self, p=None, **rule):
