@@ -78,6 +78,7 @@ class CudaModuleWorkload final : public Workload {
       const CudaCreateFn create = load_cuda_module(why);
       if (!create) return Outcome::failure(Status::error, why);
       m_impl.reset(create(&m_opts));
+      if (!m_impl) return Outcome::failure(Status::error, "the cuda workload's module could not create the workload");
     }
     return m_impl->measure(config, ctx);
   }
@@ -103,6 +104,11 @@ WorkloadInfo cuda_workload_info() {
   info.options = {
       {"device", OptionType::integer, OptionValue{I{0}}, "CUDA device index (after CUDA_VISIBLE_DEVICES)", {}, 0.0,
        1024.0},
+      // PyTorch's fp32 matmul is CUBLAS_COMPUTE_32F with cuBLAS's default
+      // math; pedantic forbids every reduced-precision shortcut (slower).
+      {"fp32_math", OptionType::string, OptionValue{std::string("default")},
+       "cuBLAS math of precision fp32: default (as PyTorch) or pedantic (CUBLAS_COMPUTE_32F_PEDANTIC)",
+       {"default", "pedantic"}},
   };
   ModelDefaults m;
   m.depth = 4;
