@@ -18,6 +18,7 @@
 // micro-batch, then step(slot); once the stream has passed that step,
 // report(slot) holds its loss and scaler state (slots 0 and 1 let the caller
 // read one step while the next is queued).
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string_view>
