@@ -42,7 +42,7 @@ CudaFailure failure_of(cudaError_t e) noexcept {
 CudaFailure failure_of(cublasStatus_t s) noexcept {
   switch (s) {
     case CUBLAS_STATUS_ALLOC_FAILED: return CudaFailure::out_of_memory;
-    case CUBLAS_STATUS_ARCH_MISMATCH: return CudaFailure::no_kernel_image;
+    case CUBLAS_STATUS_ARCH_MISMATCH: return CudaFailure::card_lacks_feature;
     default: return CudaFailure::other;
   }
 }

@@ -10,8 +10,10 @@
 // CUBLAS_STATUS_ALLOC_FAILED and the harness's own vram limit, so that the
 // workload can report `oom` rather than `error`; no_kernel_image() for the
 // errors that mean the module has no code this card runs (no SASS for it, a
-// PTX newer than the driver, CUBLAS_STATUS_ARCH_MISMATCH), so that the
-// trial's error can name the card and the architectures built (cuda_arch.hpp).
+// PTX newer than the driver), so that the trial's error can name the card and
+// the architectures built (cuda_arch.hpp); card_lacks_feature() for
+// CUBLAS_STATUS_ARCH_MISMATCH (a GEMM the card cannot do in that precision),
+// whose error names the card too.
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 
@@ -20,7 +22,7 @@
 
 namespace autotune::cuda {
 
-enum class CudaFailure { other, out_of_memory, no_kernel_image };
+enum class CudaFailure { other, out_of_memory, no_kernel_image, card_lacks_feature };
 
 class CudaError : public std::runtime_error {
  public:
@@ -30,6 +32,7 @@ class CudaError : public std::runtime_error {
   CudaFailure kind() const { return m_kind; }
   bool out_of_memory() const { return m_kind == CudaFailure::out_of_memory; }
   bool no_kernel_image() const { return m_kind == CudaFailure::no_kernel_image; }
+  bool card_lacks_feature() const { return m_kind == CudaFailure::card_lacks_feature; }
 
  private:
   CudaFailure m_kind;

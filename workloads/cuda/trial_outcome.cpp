@@ -19,6 +19,11 @@ Outcome outcome_of_exception(std::exception_ptr e, const CardInfo& card) {
   } catch (const CudaError& x) {
     if (x.no_kernel_image())
       return Outcome::failure(Status::error, no_kernel_image_message(card, built_architectures(), x.what()));
+    if (x.card_lacks_feature())
+      return Outcome::failure(Status::error,
+                              fmt::format("{} cannot run this GEMM in this precision (bf16 and tf32 need tensor cores "
+                                          "of compute capability 8.0 or later): {}",
+                                          describe_card(card), x.what()));
     return Outcome::failure(x.out_of_memory() ? Status::oom : Status::error, x.what());
   } catch (const std::bad_alloc&) {
     return Outcome::failure(Status::host_oom, "host allocation failed (pinned or pageable batch buffers)");

@@ -14,7 +14,8 @@ namespace autotune::cuda {
 // crosses the module's boundary (a trial then reports `error` instead of
 // dying): CudaError is `oom` when it is an out-of-memory error, an error
 // naming the card and the architectures built when the module has no code
-// for the card, else `error`; std::bad_alloc is `host_oom`; std::system_error
+// for the card, an error naming the card when cuBLAS says it lacks a feature
+// (CUBLAS_STATUS_ARCH_MISMATCH), else `error`; std::bad_alloc is `host_oom`; std::system_error
 // (threads the loader could not start) and any other exception are `error`
 // with its message; a thrown non-exception is `error` too.
 Outcome outcome_of_exception(std::exception_ptr e, const CardInfo& card);

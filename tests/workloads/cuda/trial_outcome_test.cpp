@@ -48,7 +48,12 @@ TEST(CudaTrialOutcome, ANoKernelImageErrorNamesTheCardAndTheBuild) {
   EXPECT_EQ(o.status, Status::error);
   EXPECT_NE(o.reason.find("NVIDIA A100-SXM4-80GB (compute capability 8.0)"), std::string::npos) << o.reason;
   EXPECT_NE(o.reason.find(describe_architectures(built_architectures())), std::string::npos) << o.reason;
-  EXPECT_TRUE(CudaError("", failure_of(CUBLAS_STATUS_ARCH_MISMATCH)).no_kernel_image());
+  const Outcome feature = outcome_of(CudaError("cublasGemmEx: CUBLAS_STATUS_ARCH_MISMATCH",
+                                               failure_of(CUBLAS_STATUS_ARCH_MISMATCH)));
+  EXPECT_EQ(feature.status, Status::error);
+  EXPECT_NE(feature.reason.find("NVIDIA A100-SXM4-80GB (compute capability 8.0)"), std::string::npos)
+      << feature.reason;
+  EXPECT_NE(feature.reason.find("CUBLAS_STATUS_ARCH_MISMATCH"), std::string::npos) << feature.reason;
   EXPECT_TRUE(CudaError("", failure_of(cudaErrorUnsupportedPtxVersion)).no_kernel_image());
   EXPECT_TRUE(CudaError("", failure_of(CUBLAS_STATUS_ALLOC_FAILED)).out_of_memory());
   EXPECT_FALSE(CudaError("", failure_of(cudaErrorIllegalAddress)).no_kernel_image());
