@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """gpu_busy against measures from outside the harness (bench/gpu/run.sh busy).
 
-For each run in DIR/busy_runs.csv: the harness's gpu_busy and
+For each run in DIR/busy_runs.csv (name, host start and end time; the spec
+and values in DIR/busy_NAME.yaml and .values.json): the harness's gpu_busy and
 step_device_seconds (its JSON outcome, the last line of DIR/busy_NAME.log);
 nvidia-smi's utilization.gpu (DIR/busy_NAME_smi.csv, sampled every 100 ms)
 averaged over the trial's middle, past the warm-up; and, when nsys ran, the

@@ -45,6 +45,10 @@ phase_check() {
   "$AUTOTUNE" validate --config bench/gpu/space_tune.yaml
   # One real cuda trial: the module loads (from $CARRY/lib) and measures.
   "$AUTOTUNE" trial --config "$CARRY/probe.yaml" --values "$VALUES_PROBE" | tee "$OUT/probe_trial.json"
+  if ! grep -q '"status":"ok"' "$OUT/probe_trial.json"; then
+    echo "run.sh: the probe trial did not measure (above); \`run.sh arch\` says whether the module has code for this card" >&2
+    exit 1
+  fi
 }
 
 # The card at hand against what the module carries: SASS for its compute
@@ -121,7 +125,7 @@ PY
 phase_busy() {
   local nsys=""
   command -v nsys >/dev/null && nsys=$(command -v nsys)
-  echo "name,spec,values,start,end" > "$OUT/busy_runs.csv"
+  echo "name,start,end" > "$OUT/busy_runs.csv"
   while IFS='|' read -r name workload values; do
     # --values picks the configuration; the space only has to hold it.
     printf 'workload: %s\nspace: {batch_size: [32, 512], num_workers: [0, 4, 14], prefetch_factor: [2], pin_memory: [false, true], precision: [fp32, bf16], grad_accum: [1]}\n' \
@@ -142,7 +146,8 @@ phase_busy() {
     end=$(date +%s.%N)
     kill "$smi" 2>/dev/null || true
     wait "$smi" 2>/dev/null || true
-    echo "$name,busy_$name.yaml,'$values',$start,$end" >> "$OUT/busy_runs.csv"
+    echo "$values" > "$OUT/busy_$name.values.json"
+    echo "$name,$start,$end" >> "$OUT/busy_runs.csv"
   done <<'CONFIGS'
 launch_bound|{kind: cuda, width: 256, depth: 1, input_dim: 256, classes: 10, sample_bytes: 256, preprocess_passes: 1, warmup_seconds: 2, max_seconds: 10}|{"batch_size": 32, "num_workers": 4, "prefetch_factor": 2, "pin_memory": true, "precision": "fp32", "grad_accum": 1}
 compute_bound|{kind: cuda, warmup_seconds: 2, max_seconds: 10}|{"batch_size": 512, "num_workers": 14, "prefetch_factor": 2, "pin_memory": true, "precision": "fp32", "grad_accum": 1}

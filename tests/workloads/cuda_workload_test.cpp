@@ -121,6 +121,10 @@ TEST_F(CudaDevice, VramLimitBelowTheCardIsAnOom) {
   ctx.limits.vram_bytes = 1.5e9;  // context + a 4096-wide model at batch 8192 does not fit
   const Outcome o = w->measure(config(8192, 2, true, "fp32"), ctx);
   EXPECT_EQ(o.status, Status::oom) << o.reason;
+  // The failed trial tore down cleanly (handle before stream, copies waited
+  // for): the next one in the same process measures.
+  const Outcome next = w->measure(config(64, 2, true, "bf16"), TrialContext{});
+  EXPECT_TRUE(next.ok()) << next.reason;
 }
 
 TEST_F(CudaDevice, GradAccumAndPageableCopiesWork) {

@@ -155,7 +155,9 @@ __global__ void gate_kernel(const volatile unsigned* flag, unsigned ticket, unsi
       *static_cast<volatile unsigned*>(timeouts) += 1u;
       return;
     }
+#if __CUDA_ARCH__ >= 700
     __nanosleep(500);  // a poll over PCIe every half microsecond is plenty
+#endif
   }
 }
 
