@@ -13,7 +13,9 @@
 # (CMake's syntax: "80-real;90" is SASS for 80, SASS and PTX for 90).
 #
 # Sets AUTOTUNE_CUDA_ARCHITECTURES (what the module is built for, CMake's
-# syntax) and CMAKE_CUDA_ARCHITECTURES, before enable_language(CUDA).
+# syntax) and CMAKE_CUDA_ARCHITECTURES, before enable_language(CUDA); after
+# it, autotune_resolve_cuda_architectures() turns CMake's keywords (native,
+# all, all-major) into the numbers they stand for.
 
 set(AUTOTUNE_CUDA_WANTED_ARCHITECTURES 75 80 86 89 90 CACHE STRING
     "Architectures (SASS) the cuda module is built for by default; the newest also as PTX")
@@ -66,7 +68,7 @@ else()
     if(NOT supported OR a IN_LIST supported)  # an nvcc that lists nothing: trust the wish
       list(APPEND sass ${a})
     else()
-      message(WARNING "autotune: nvcc ${CMAKE_CUDA_COMPILER_VERSION} cannot build sm_${a}; "
+      message(WARNING "autotune: ${CMAKE_CUDA_COMPILER} cannot build sm_${a}; "
                       "the cuda module will have no kernels for it")
     endif()
   endforeach()
@@ -98,3 +100,21 @@ else()
   endif()
 endif()
 message(STATUS "autotune: cuda module architectures ${AUTOTUNE_CUDA_ARCHITECTURES}")
+
+# After enable_language(CUDA): the list behind CMake's keywords, so that the
+# module can name what it was built for.
+function(autotune_resolve_cuda_architectures)
+  if(AUTOTUNE_CUDA_ARCHITECTURES STREQUAL "native")
+    set(resolved "${CMAKE_CUDA_ARCHITECTURES_NATIVE}")
+  elseif(AUTOTUNE_CUDA_ARCHITECTURES STREQUAL "all")
+    set(resolved "${CMAKE_CUDA_ARCHITECTURES_ALL}")
+  elseif(AUTOTUNE_CUDA_ARCHITECTURES STREQUAL "all-major")
+    set(resolved "${CMAKE_CUDA_ARCHITECTURES_ALL_MAJOR}")
+  else()
+    return()
+  endif()
+  if(resolved)
+    set(AUTOTUNE_CUDA_ARCHITECTURES "${resolved}" PARENT_SCOPE)
+    message(STATUS "autotune: cuda module architectures (${AUTOTUNE_CUDA_ARCHITECTURES}) = ${resolved}")
+  endif()
+endfunction()
