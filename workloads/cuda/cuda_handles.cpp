@@ -59,8 +59,10 @@ Stream& Stream::operator=(Stream&& o) noexcept {
   return *this;
 }
 
-Event::Event(bool timing) {
-  AUTOTUNE_CUDA_CALL(cudaEventCreateWithFlags(&m_event, timing ? cudaEventDefault : cudaEventDisableTiming));
+Event::Event(bool timing, bool blocking_sync) {
+  const unsigned flags = (timing ? cudaEventDefault : cudaEventDisableTiming) |
+                         (blocking_sync ? cudaEventBlockingSync : 0u);
+  AUTOTUNE_CUDA_CALL(cudaEventCreateWithFlags(&m_event, flags));
 }
 Event::~Event() {
   if (m_event) AUTOTUNE_CUDA_CALL_NOEXCEPT(cudaEventDestroy(m_event));

@@ -109,7 +109,9 @@ class Stream {
 
 class Event {
  public:
-  explicit Event(bool timing = true);
+  // blocking_sync: cudaEventSynchronize puts the host thread to sleep rather
+  // than spinning a core the loader's workers could use.
+  explicit Event(bool timing = true, bool blocking_sync = false);
   ~Event();
   Event(Event&& o) noexcept : m_event(std::exchange(o.m_event, nullptr)) {}
   Event& operator=(Event&& o) noexcept;

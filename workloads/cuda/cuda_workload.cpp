@@ -278,7 +278,9 @@ class CudaWorkload final : public Workload {
     // One event and one report slot per step parity: the host queues step n,
     // then waits for step n - 1 and reads its loss, so the device always has
     // the next step queued and the host never waits for the step it just queued.
-    Event step_done[2] = {Event(false), Event(false)};
+    // The wait sleeps (blocking sync): a GPU-bound run spends most of its host
+    // time here, and a spinning thread would take a core from the workers.
+    Event step_done[2] = {Event(false, true), Event(false, true)};
     std::int64_t steps = 0;
     std::int64_t step_samples[2] = {0, 0};
     TrainState last{};
