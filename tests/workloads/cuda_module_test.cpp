@@ -87,6 +87,22 @@ TEST_F(CudaModule, AFileThatIsNotALibraryIsAnErrorWithTheLoadersReason) {
   EXPECT_EQ(reason.find("no CUDA device"), std::string::npos) << reason;
 }
 
+TEST_F(CudaModule, AModuleWhoseWorkloadThrowsIsAnErrorNotADeadTrial) {
+  // trial() also checks that `autotune trial` exited 0 with an outcome.
+  const auto o = trial(cuda_workload(), std::string("env AUTOTUNE_CUDA_MODULE=") + AUTOTUNE_FAKE_CUDA_MODULE);
+  EXPECT_EQ(o.value("status", ""), "error");
+  const std::string reason = o.value("reason", "");
+  EXPECT_NE(reason.find("fake module: measure threw"), std::string::npos) << reason;
+}
+
+TEST_F(CudaModule, AModuleThatCreatesNoWorkloadIsAnError) {
+  const auto o = trial(cuda_workload(),
+                       std::string("env AUTOTUNE_FAKE_CUDA_NULL=1 AUTOTUNE_CUDA_MODULE=") + AUTOTUNE_FAKE_CUDA_MODULE);
+  EXPECT_EQ(o.value("status", ""), "error");
+  const std::string reason = o.value("reason", "");
+  EXPECT_NE(reason.find("could not create"), std::string::npos) << reason;
+}
+
 TEST_F(CudaModule, PedanticFp32IsAnOptionTheModuleAccepts) {
   const auto o = trial("{kind: cuda, width: 256, depth: 1, max_seconds: 2, fp32_math: pedantic}",
                        "env -u AUTOTUNE_CUDA_MODULE");
