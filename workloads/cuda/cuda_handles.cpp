@@ -97,11 +97,16 @@ LaunchGate::LaunchGate() {
   AUTOTUNE_CUDA_CALL(cudaHostAlloc(reinterpret_cast<void**>(&m_host), 2 * sizeof(unsigned), cudaHostAllocMapped));
   m_host[0] = 0;
   m_host[1] = 0;
-  AUTOTUNE_CUDA_CALL(cudaHostGetDevicePointer(reinterpret_cast<void**>(&m_device), m_host, 0));
-  // Loads the gate's code now (ticket 0 passes at once): under lazy loading a
-  // kernel's first launch may wait for the device, which a shut gate holds.
-  launch_gate(m_device, 0, m_device + 1, kGateTimeoutNs, cudaStreamPerThread);
-  AUTOTUNE_CUDA_CALL(cudaStreamSynchronize(cudaStreamPerThread));
+  try {
+    AUTOTUNE_CUDA_CALL(cudaHostGetDevicePointer(reinterpret_cast<void**>(&m_device), m_host, 0));
+    // Loads the gate's code now (ticket 0 passes at once): under lazy loading a
+    // kernel's first launch may wait for the device, which a shut gate holds.
+    launch_gate(m_device, 0, m_device + 1, kGateTimeoutNs, cudaStreamPerThread);
+    AUTOTUNE_CUDA_CALL(cudaStreamSynchronize(cudaStreamPerThread));
+  } catch (...) {
+    AUTOTUNE_CUDA_CALL_NOEXCEPT(cudaFreeHost(m_host));  // no destructor runs for a throwing constructor
+    throw;
+  }
 }
 
 LaunchGate::~LaunchGate() {
