@@ -13,6 +13,23 @@ packages=(
 if [ "${1:-}" = "--test" ]; then
   packages+=(slurm-wlm munge python3-torch python3-torchvision python3-pil)
 fi
+
+# With the CUDA toolkit but without cuobjdump (an nvcc-only install), the test
+# that lists the architectures in the built cuda module skips; pip's
+# nvidia-cuda-cuobjdump brings the tool alone (tests/CMakeLists.txt looks
+# there). Best effort: without it the test skips, nothing fails.
+cuobjdump_for_tests() {
+  command -v nvcc >/dev/null || [ -x /usr/local/cuda/bin/nvcc ] || return 0
+  command -v cuobjdump >/dev/null || [ -x /usr/local/cuda/bin/cuobjdump ] && return 0
+  command -v python3 >/dev/null || return 0
+  python3 -c "import sysconfig, os, sys; p = sysconfig.get_paths()['purelib']; sys.exit(0 if os.path.exists(p + '/nvidia/cu13/bin/cuobjdump') else 1)" && return 0
+  echo "autotune: installing cuobjdump (pip: nvidia-cuda-cuobjdump) for the cuda architecture test" >&2
+  python3 -m pip install --quiet --disable-pip-version-check 'nvidia-cuda-cuobjdump>=13,<14' >/dev/null 2>&1 ||
+    echo "autotune: could not install cuobjdump; the cuda architecture test will skip" >&2
+}
+if [ "${1:-}" = "--test" ]; then
+  cuobjdump_for_tests
+fi
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -5,6 +5,7 @@
 #include <dlfcn.h>
 
 #include <cstdlib>
+#include <exception>
 #include <filesystem>
 #include <memory>
 #include <mutex>
@@ -73,13 +74,24 @@ class CudaModuleWorkload final : public Workload {
   std::string_view kind() const override { return "cuda"; }
 
   Outcome measure(const Assignment& config, const TrialContext& ctx) override {
-    if (!m_impl) {
-      std::string why;
-      const CudaCreateFn create = load_cuda_module(why);
-      if (!create) return Outcome::failure(Status::error, why);
-      m_impl.reset(create(&m_opts));
+    // The module catches its own exceptions; this catches those of a module
+    // that does not (another build, a stand-in), so that a trial reports an
+    // `error` instead of dying (exit 127, a lost outcome).
+    try {
+      if (!m_impl) {
+        std::string why;
+        const CudaCreateFn create = load_cuda_module(why);
+        if (!create) return Outcome::failure(Status::error, why);
+        m_impl.reset(create(&m_opts));
+        if (!m_impl)
+          return Outcome::failure(Status::error, "the cuda workload's module could not create the workload");
+      }
+      return m_impl->measure(config, ctx);
+    } catch (const std::exception& e) {
+      return Outcome::failure(Status::error, std::string("the cuda workload's module failed: ") + e.what());
+    } catch (...) {
+      return Outcome::failure(Status::error, "the cuda workload's module failed with an exception of unknown type");
     }
-    return m_impl->measure(config, ctx);
   }
 
  private:
@@ -103,6 +115,11 @@ WorkloadInfo cuda_workload_info() {
   info.options = {
       {"device", OptionType::integer, OptionValue{I{0}}, "CUDA device index (after CUDA_VISIBLE_DEVICES)", {}, 0.0,
        1024.0},
+      // PyTorch's fp32 matmul is CUBLAS_COMPUTE_32F with cuBLAS's default
+      // math; pedantic forbids every reduced-precision shortcut (slower).
+      {"fp32_math", OptionType::string, OptionValue{std::string("default")},
+       "cuBLAS math of precision fp32: default (as PyTorch) or pedantic (CUBLAS_COMPUTE_32F_PEDANTIC)",
+       {"default", "pedantic"}},
   };
   ModelDefaults m;
   m.depth = 4;

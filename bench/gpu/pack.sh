@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# Builds here, for the GPU machine, what bench/gpu/run_h100.sh runs there.
+# Builds here, for the GPU machine, what bench/gpu/run.sh runs there.
 #
 # The GPU machine has the CUDA 13 toolkit (cuBLAS, cudart), CMake and PyTorch
 # but none of our Debian libraries and no package registry, so we build on a
-# Debian 12 machine (same x86-64) for sm_90 (H100 and H200) and carry:
+# Debian 12 machine (same x86-64) with the default architecture list (sm_75 to
+# sm_90 and PTX, cmake/CudaArchitectures.cmake: the module users get, so that
+# `run.sh arch` checks it on whatever card is at hand) and carry:
 #   carry/bin/  autotune and test_workloads (Release, stripped)
 #   carry/lib/  libautotune_cuda.so, the cuda workload's module (autotune
 #               finds it in ../lib; test_workloads, which links it, through
@@ -15,7 +17,7 @@
 # carried either; the binaries need GLIBC_2.34 and GLIBCXX_3.4.30 at most
 # (checked below), which Ubuntu 22.04 and later and Debian 12 have.
 #
-# Then, with the device tool: run(command="bench/gpu/run_h100.sh check",
+# Then, with the device tool: run(command="bench/gpu/run.sh check arch",
 # carry=["carry"]) first, to see that the binaries start there.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -23,8 +25,8 @@ BUILD="${BUILD:-build-gpu}"
 CARRY="${CARRY:-carry}"
 
 scripts/deps.sh
-cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 \
-  -DAUTOTUNE_BUILD_BENCH=OFF >/dev/null
+mkdir -p "$BUILD"
+cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DAUTOTUNE_BUILD_BENCH=OFF > "$BUILD/autotune_configure.log"
 cmake --build "$BUILD" -j "$(nproc)" --target autotune test_workloads
 MODULE="$BUILD/libautotune_cuda.so"
 if ! [ -f "$MODULE" ] || ! ldd "$MODULE" | grep -q libcublas; then
@@ -53,7 +55,8 @@ need_glibc=$(objdump -T "$CARRY"/bin/* "$CARRY"/lib/* | grep -oE 'GLIBC_2\.[0-9]
 need_cxx=$(objdump -T "$CARRY"/bin/* "$CARRY"/lib/* | grep -oE 'GLIBCXX_3\.4\.[0-9]+' | sort -Vu | tail -1)
 {
   echo "built $(date -u +%FT%TZ) on $(. /etc/os-release && echo "$PRETTY_NAME"), commit $(git rev-parse --short HEAD)"
-  echo "cuda $(nvcc --version | grep -oE 'release [0-9.]+'), sm_90"
+  echo "cuda $(nvcc --version | grep -oE 'release [0-9.]+')"
+  echo "architectures: $(grep -oE 'cuda module architectures .*' "$BUILD/autotune_configure.log" | cut -d' ' -f4-)"
   echo "needs $need_glibc, $need_cxx, and from CUDA: $(ldd "$CARRY/lib/libautotune_cuda.so" | grep -oE 'lib(cudart|cublas|cublasLt)\.so\.[0-9]+' | sort -u | tr '\n' ' ')"
 } > "$CARRY/BUILD.txt"
 cat "$CARRY/BUILD.txt"

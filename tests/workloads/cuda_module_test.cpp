@@ -87,6 +87,45 @@ TEST_F(CudaModule, AFileThatIsNotALibraryIsAnErrorWithTheLoadersReason) {
   EXPECT_EQ(reason.find("no CUDA device"), std::string::npos) << reason;
 }
 
+TEST_F(CudaModule, AModuleWhoseWorkloadThrowsIsAnErrorNotADeadTrial) {
+  // trial() also checks that `autotune trial` exited 0 with an outcome.
+  const auto o = trial(cuda_workload(), std::string("env AUTOTUNE_CUDA_MODULE=") + AUTOTUNE_FAKE_CUDA_MODULE);
+  EXPECT_EQ(o.value("status", ""), "error");
+  const std::string reason = o.value("reason", "");
+  EXPECT_NE(reason.find("fake module: measure threw"), std::string::npos) << reason;
+}
+
+TEST_F(CudaModule, AModuleThatCreatesNoWorkloadIsAnError) {
+  const auto o = trial(cuda_workload(),
+                       std::string("env AUTOTUNE_FAKE_CUDA_NULL=1 AUTOTUNE_CUDA_MODULE=") + AUTOTUNE_FAKE_CUDA_MODULE);
+  EXPECT_EQ(o.value("status", ""), "error");
+  const std::string reason = o.value("reason", "");
+  EXPECT_NE(reason.find("could not create"), std::string::npos) << reason;
+}
+
+TEST_F(CudaModule, PedanticFp32IsAnOptionTheModuleAccepts) {
+  const auto o = trial("{kind: cuda, width: 256, depth: 1, max_seconds: 2, fp32_math: pedantic}",
+                       "env -u AUTOTUNE_CUDA_MODULE");
+  const std::string reason = o.value("reason", "");
+  if (o.value("status", "") != "ok") {
+    EXPECT_EQ(o.value("status", ""), "error");
+    EXPECT_NE(reason.find("no CUDA device"), std::string::npos) << reason;
+  }
+}
+
+TEST_F(CudaModule, AnUnknownFp32MathIsRefusedWhenTheSpecLoads) {
+  const auto spec = m_dir.write("space.yaml", std::string("workload: {kind: cuda, fp32_math: fast}\n") + kSpace, false);
+  const std::string cmd = std::string(AUTOTUNE_BINARY) + " validate --config " + spec.string() + " 2>&1";
+  FILE* p = ::popen(cmd.c_str(), "r");
+  std::string out;
+  std::array<char, 4096> buf{};
+  for (std::size_t n; (n = std::fread(buf.data(), 1, buf.size(), p)) > 0;) out.append(buf.data(), n);
+  const int st = ::pclose(p);
+  EXPECT_FALSE(WIFEXITED(st) && WEXITSTATUS(st) == 0) << out;
+  EXPECT_NE(out.find("fp32_math"), std::string::npos) << out;
+  EXPECT_NE(out.find("pedantic"), std::string::npos) << out;  // the accepted values are named
+}
+
 TEST_F(CudaModule, ACpuTrialDoesNotCarryCublas) {
   // Linked into the binary, cuBLAS and cudart made a cpu trial start at
   // 156 MiB resident (`autotune trial` built before the module, this

@@ -26,15 +26,36 @@ const char* cublas_status_name(cublasStatus_t s) noexcept {
   }
 }
 
+CudaFailure failure_of(cudaError_t e) noexcept {
+  switch (e) {
+    case cudaErrorMemoryAllocation: return CudaFailure::out_of_memory;
+    // No SASS for this card and no PTX it can JIT, or PTX newer than the
+    // driver's compiler: the build's architecture list is the cause.
+    case cudaErrorNoKernelImageForDevice:
+    case cudaErrorInvalidKernelImage:
+    case cudaErrorUnsupportedPtxVersion:
+    case cudaErrorInvalidPtx: return CudaFailure::no_kernel_image;
+    default: return CudaFailure::other;
+  }
+}
+
+CudaFailure failure_of(cublasStatus_t s) noexcept {
+  switch (s) {
+    case CUBLAS_STATUS_ALLOC_FAILED: return CudaFailure::out_of_memory;
+    case CUBLAS_STATUS_ARCH_MISMATCH: return CudaFailure::card_lacks_feature;
+    default: return CudaFailure::other;
+  }
+}
+
 void throw_cuda_error(cudaError_t e, const char* call, const char* file, int line) {
   // Clears a non-sticky error so that later calls do not report it again.
   (void)cudaGetLastError();
   throw CudaError(where(call, file, line) + ": " + cudaGetErrorName(e) + " (" + cudaGetErrorString(e) + ")",
-                  e == cudaErrorMemoryAllocation);
+                  failure_of(e));
 }
 
 void throw_cublas_error(cublasStatus_t s, const char* call, const char* file, int line) {
-  throw CudaError(where(call, file, line) + ": " + cublas_status_name(s), s == CUBLAS_STATUS_ALLOC_FAILED);
+  throw CudaError(where(call, file, line) + ": " + cublas_status_name(s), failure_of(s));
 }
 
 void report_cuda_error(cudaError_t e, const char* call, const char* file, int line) noexcept {

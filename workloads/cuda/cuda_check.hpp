@@ -8,7 +8,12 @@
 //
 // CudaError::out_of_memory() is true for cudaErrorMemoryAllocation,
 // CUBLAS_STATUS_ALLOC_FAILED and the harness's own vram limit, so that the
-// workload can report `oom` rather than `error`.
+// workload can report `oom` rather than `error`; no_kernel_image() for the
+// errors that mean the module has no code this card runs (no SASS for it, a
+// PTX newer than the driver), so that the trial's error can name the card and
+// the architectures built (cuda_arch.hpp); card_lacks_feature() for
+// CUBLAS_STATUS_ARCH_MISMATCH (a GEMM the card cannot do in that precision),
+// whose error names the card too.
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 
@@ -17,15 +22,25 @@
 
 namespace autotune::cuda {
 
+enum class CudaFailure { other, out_of_memory, no_kernel_image, card_lacks_feature };
+
 class CudaError : public std::runtime_error {
  public:
+  CudaError(const std::string& what, CudaFailure kind) : std::runtime_error(what), m_kind(kind) {}
   CudaError(const std::string& what, bool out_of_memory)
-      : std::runtime_error(what), m_out_of_memory(out_of_memory) {}
-  bool out_of_memory() const { return m_out_of_memory; }
+      : CudaError(what, out_of_memory ? CudaFailure::out_of_memory : CudaFailure::other) {}
+  CudaFailure kind() const { return m_kind; }
+  bool out_of_memory() const { return m_kind == CudaFailure::out_of_memory; }
+  bool no_kernel_image() const { return m_kind == CudaFailure::no_kernel_image; }
+  bool card_lacks_feature() const { return m_kind == CudaFailure::card_lacks_feature; }
 
  private:
-  bool m_out_of_memory;
+  CudaFailure m_kind;
 };
+
+// How the workload reports each runtime error and cuBLAS status.
+CudaFailure failure_of(cudaError_t e) noexcept;
+CudaFailure failure_of(cublasStatus_t s) noexcept;
 
 [[noreturn]] void throw_cuda_error(cudaError_t e, const char* call, const char* file, int line);
 [[noreturn]] void throw_cublas_error(cublasStatus_t s, const char* call, const char* file, int line);

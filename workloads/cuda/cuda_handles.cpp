@@ -1,8 +1,11 @@
 #include "workloads/cuda/cuda_handles.hpp"
 
+#include <atomic>
+#include <limits>
 #include <string>
 
 #include "workloads/cuda/cuda_check.hpp"
+#include "workloads/cuda/kernels.hpp"
 
 namespace autotune::cuda {
 
@@ -56,8 +59,10 @@ Stream& Stream::operator=(Stream&& o) noexcept {
   return *this;
 }
 
-Event::Event(bool timing) {
-  AUTOTUNE_CUDA_CALL(cudaEventCreateWithFlags(&m_event, timing ? cudaEventDefault : cudaEventDisableTiming));
+Event::Event(bool timing, bool blocking_sync) {
+  const unsigned flags = (timing ? cudaEventDefault : cudaEventDisableTiming) |
+                         (blocking_sync ? cudaEventBlockingSync : 0u);
+  AUTOTUNE_CUDA_CALL(cudaEventCreateWithFlags(&m_event, flags));
 }
 Event::~Event() {
   if (m_event) AUTOTUNE_CUDA_CALL_NOEXCEPT(cudaEventDestroy(m_event));
@@ -80,6 +85,47 @@ CublasHandle& CublasHandle::operator=(CublasHandle&& o) noexcept {
     m_handle = std::exchange(o.m_handle, nullptr);
   }
   return *this;
+}
+
+namespace {
+// Long enough for any host to queue a micro-batch, short enough that a gate
+// left shut (a bug) costs a visible stall, not a hung trial.
+constexpr unsigned long long kGateTimeoutNs = 200'000'000ULL;
+}  // namespace
+
+LaunchGate::LaunchGate() {
+  AUTOTUNE_CUDA_CALL(cudaHostAlloc(reinterpret_cast<void**>(&m_host), 2 * sizeof(unsigned), cudaHostAllocMapped));
+  m_host[0] = 0;
+  m_host[1] = 0;
+  try {
+    AUTOTUNE_CUDA_CALL(cudaHostGetDevicePointer(reinterpret_cast<void**>(&m_device), m_host, 0));
+    // Loads the gate's code now (ticket 0 passes at once): under lazy loading a
+    // kernel's first launch may wait for the device, which a shut gate holds.
+    launch_gate(m_device, 0, m_device + 1, kGateTimeoutNs, cudaStreamPerThread);
+    AUTOTUNE_CUDA_CALL(cudaStreamSynchronize(cudaStreamPerThread));
+  } catch (...) {
+    AUTOTUNE_CUDA_CALL_NOEXCEPT(cudaFreeHost(m_host));  // no destructor runs for a throwing constructor
+    throw;
+  }
+}
+
+LaunchGate::~LaunchGate() {
+  if (!m_host) return;
+  std::atomic_ref<unsigned>(m_host[0]).store(std::numeric_limits<unsigned>::max(), std::memory_order_release);
+  // cudaFreeHost waits for the device, which the open gates let finish.
+  AUTOTUNE_CUDA_CALL_NOEXCEPT(cudaFreeHost(m_host));
+}
+
+void LaunchGate::hold(cudaStream_t s) {
+  launch_gate(m_device, ++m_issued, m_device + 1, kGateTimeoutNs, s);
+}
+
+void LaunchGate::open() noexcept {
+  std::atomic_ref<unsigned>(m_host[0]).store(m_issued, std::memory_order_release);
+}
+
+unsigned LaunchGate::timeouts() const noexcept {
+  return std::atomic_ref<unsigned>(m_host[1]).load(std::memory_order_acquire);
 }
 
 float elapsed_ms(const Event& start, const Event& end) {

@@ -109,7 +109,9 @@ class Stream {
 
 class Event {
  public:
-  explicit Event(bool timing = true);
+  // blocking_sync: cudaEventSynchronize puts the host thread to sleep rather
+  // than spinning a core the loader's workers could use.
+  explicit Event(bool timing = true, bool blocking_sync = false);
   ~Event();
   Event(Event&& o) noexcept : m_event(std::exchange(o.m_event, nullptr)) {}
   Event& operator=(Event&& o) noexcept;
@@ -133,6 +135,29 @@ class CublasHandle {
 
  private:
   cublasHandle_t m_handle = nullptr;
+};
+
+// Host-released gates on a stream (kernels.hpp, launch_gate): hold() queues
+// a gate, open() lets every gate queued so far through. Work queued between
+// them starts on the device only once the host has queued all of it, so
+// events around it time device execution, not the host's launches. The
+// destructor opens every gate, so that no exception leaves a stream waiting.
+class LaunchGate {
+ public:
+  LaunchGate();
+  ~LaunchGate();
+  LaunchGate(const LaunchGate&) = delete;
+  LaunchGate& operator=(const LaunchGate&) = delete;
+
+  void hold(cudaStream_t s);
+  void open() noexcept;
+  // Gates that gave up waiting (the host took longer than the timeout).
+  unsigned timeouts() const noexcept;
+
+ private:
+  unsigned* m_host = nullptr;  // mapped page-locked: [0] flag, [1] timeouts
+  unsigned* m_device = nullptr;
+  unsigned m_issued = 0;
 };
 
 // Milliseconds between two completed events.

@@ -5,13 +5,14 @@
 #include <cmath>
 #include <new>
 #include <optional>
-#include <system_error>
 
 #include <fmt/format.h>
 
+#include "workloads/cuda/cuda_arch.hpp"
 #include "workloads/cuda/cuda_check.hpp"
 #include "workloads/cuda/cuda_handles.hpp"
 #include "workloads/cuda/gpu_mlp.hpp"
+#include "workloads/cuda/trial_outcome.hpp"
 #include "workloads/cuda_module.hpp"
 #include "workloads/loader.hpp"
 #include "workloads/measure.hpp"
@@ -77,6 +78,12 @@ class DeviceFeeder {
       m_consumed.emplace_back(false);
     }
   }
+  // The copy stream may still read the page-locked buffers of the leases
+  // held here (after an exception, or when the loader stopped): wait for it
+  // before the members give them back to the loader, which refills them.
+  ~DeviceFeeder() { AUTOTUNE_CUDA_CALL_NOEXCEPT(cudaStreamSynchronize(m_copy.get())); }
+  DeviceFeeder(const DeviceFeeder&) = delete;
+  DeviceFeeder& operator=(const DeviceFeeder&) = delete;
 
   // Makes the next batch's slot ready for compute on the compute stream and
   // returns it; false when the loader stopped.
@@ -147,6 +154,20 @@ class DeviceFeeder {
   int m_next_slot = 0, m_current_slot = 0;
 };
 
+// Reads the device's name and compute capability for error messages; an
+// unknown card when the runtime cannot say.
+CardInfo card_info(int device) noexcept {
+  CardInfo c;
+  cudaDeviceProp p{};
+  if (cudaGetDeviceProperties(&p, device) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return c;
+  }
+  c.name = p.name;
+  c.cc = p.major * 10 + p.minor;
+  return c;
+}
+
 class CudaWorkload final : public Workload {
  public:
   explicit CudaWorkload(Options o) : m_opts(std::move(o)) {}
@@ -155,14 +176,12 @@ class CudaWorkload final : public Workload {
   Outcome measure(const Assignment& config, const TrialContext& ctx) override {
     const auto t0 = std::chrono::steady_clock::now();
     Outcome o;
+    m_card = CardInfo{};
     try {
       o = run(config, ctx);
-    } catch (const CudaError& e) {
-      o = Outcome::failure(e.out_of_memory() ? Status::oom : Status::error, e.what());
-    } catch (const std::bad_alloc&) {
-      o = Outcome::failure(Status::host_oom, "host allocation failed (pinned or pageable batch buffers)");
-    } catch (const std::system_error& e) {
-      o = Outcome::failure(Status::error, std::string("could not start the loader's threads: ") + e.what());
+    } catch (...) {
+      // Nothing crosses the module's boundary: a trial reports, never dies.
+      o = outcome_of_exception(std::current_exception(), m_card);
     }
     o.seconds = seconds_since(t0);
     return o;
@@ -182,6 +201,8 @@ class CudaWorkload final : public Workload {
     const std::optional<Precision> precision = parse_precision(k.precision);
     if (!precision)
       return Outcome::failure(Status::error, "precision must be fp32, tf32, fp16 or bf16, not '" + k.precision + "'");
+    const std::optional<Fp32Math> fp32_math = parse_fp32_math(m_opts.get_string("fp32_math"));
+    if (!fp32_math) return Outcome::failure(Status::error, "fp32_math must be default or pedantic");
     const bool adam = m_opts.get_string("optimizer") == "adam";
     if (k.loader.batch_size > (1 << 21))
       return Outcome::failure(Status::error, "batch_size beyond the harness's kernels' grid (2^21)");
@@ -207,12 +228,20 @@ class CudaWorkload final : public Workload {
 
     AUTOTUNE_CUDA_CALL(cudaSetDevice(device));
     AUTOTUNE_CUDA_CALL(cudaFree(nullptr));  // creates the context now, so that it is measured here
+    m_card = card_info(device);
+    // Before any work: a module without code for this card fails every
+    // launch, so say so once, naming the card and what was built.
+    if (const cudaError_t e = kernel_image_status(); e != cudaSuccess)
+      return Outcome::failure(Status::error, no_kernel_image_message(m_card, built_architectures(),
+                                                                     cudaGetErrorName(e)));
     reset_peak_host_bytes();
     // What the process held before the trial (the tuner's own code, cuBLAS
     // and the CUDA context): part of ram_bytes, reported apart.
     const double ram_baseline = current_host_bytes();
-    CublasHandle blas;
+    // Destruction runs in reverse: the cuBLAS handle goes before the stream
+    // it is bound to (cublasSetStream in GpuMlp).
     Stream compute;
+    CublasHandle blas;
     double total = 0;
     const double context_bytes = device_used_bytes(&total);
 
@@ -233,52 +262,106 @@ class CudaWorkload final : public Workload {
     }
     DeviceArena arena(budget);
 
-    // Declaration order is destruction order in reverse: the loader (and its
-    // pinned buffers and threads) goes first, the device buffers after it.
-    GpuMlp mlp(arena, blas.get(), compute.get(), shape, k.loader.batch_size, *precision, adam,
+    // Declaration order is destruction order in reverse: the gate opens
+    // first (nothing may wait on it), then the feeder (which waits for its
+    // copies before its leases return to the loader), the loader (its pinned
+    // buffers and threads), the model's device buffers, the handle, the stream.
+    GpuMlp mlp(arena, blas.get(), compute.get(), shape, k.loader.batch_size, *precision, *fp32_math, adam,
                static_cast<float>(m_opts.get_number("learning_rate")), k.loader.seed ^ 0x5851F42D4C957F2DULL);
     const double gemm_tflops = mlp.probe_gemm_tflops(k.loader.batch_size, 10);
     Loader loader(k.loader, k.pin_memory ? pinned_allocator() : HostAllocator::heap());
     DeviceFeeder feeder(arena, loader, compute.get(), k.pin_memory);
+    LaunchGate gate;
 
-    // Per micro-batch timing events, plus the optimizer step.
-    std::vector<Event> starts, ends;
-    for (std::int64_t i = 0; i <= k.grad_accum; ++i) {
-      starts.emplace_back(true);
-      ends.emplace_back(true);
-    }
     const float grad_scale = 1.0f / static_cast<float>(k.loader.batch_size * k.grad_accum);
     double peak_used = device_used_bytes();
+    // One event and one report slot per step parity: the host queues step n,
+    // then waits for step n - 1 and reads its loss, so the device always has
+    // the next step queued and the host never waits for the step it just queued.
+    // The wait sleeps (blocking sync): a GPU-bound run spends most of its host
+    // time here, and a spinning thread would take a core from the workers.
+    Event step_done[2] = {Event(false, true), Event(false, true)};
     std::int64_t steps = 0;
+    std::int64_t step_samples[2] = {0, 0};
+    TrainState last{};
+    std::int64_t last_samples = 0;
+    int last_slot = 0;
+
+    // One micro-batch on the compute stream; false when the loader stopped.
+    auto micro_batch = [&](std::int64_t& samples) {
+      int slot = 0;
+      if (!feeder.next(slot, samples)) return false;
+      mlp.accumulate(feeder.x(slot), feeder.y(slot), samples, grad_scale);
+      feeder.after_compute(slot);  // an end of data shows at the next micro-batch
+      return true;
+    };
 
     auto step = [&]() -> StepResult {
       StepResult s;
       for (std::int64_t a = 0; a < k.grad_accum; ++a) {
-        int slot = 0;
         std::int64_t samples = 0;
-        if (!feeder.next(slot, samples)) {
+        if (!micro_batch(samples)) {
           s.failed = true;
           return s;
         }
-        const auto i = static_cast<std::size_t>(a);
-        AUTOTUNE_CUDA_CALL(cudaEventRecord(starts[i].get(), compute.get()));
-        mlp.accumulate(feeder.x(slot), feeder.y(slot), samples, grad_scale);
-        AUTOTUNE_CUDA_CALL(cudaEventRecord(ends[i].get(), compute.get()));
-        feeder.after_compute(slot);  // an end of data shows at the next micro-batch
         s.samples += samples;
       }
-      const auto last = static_cast<std::size_t>(k.grad_accum);
-      AUTOTUNE_CUDA_CALL(cudaEventRecord(starts[last].get(), compute.get()));
-      mlp.step();
-      AUTOTUNE_CUDA_CALL(cudaEventRecord(ends[last].get(), compute.get()));
-      AUTOTUNE_CUDA_CALL(cudaStreamSynchronize(compute.get()));
-      mlp.finish_step(k.grad_accum, s.samples);
-      for (std::size_t i = 0; i <= last; ++i) s.busy_seconds += elapsed_ms(starts[i], ends[i]) / 1000.0;
+      const int slot = static_cast<int>(steps & 1);
+      mlp.step(slot);
+      AUTOTUNE_CUDA_CALL(cudaEventRecord(step_done[slot].get(), compute.get()));
+      step_samples[slot] = s.samples;
+      if (steps > 0) {
+        // The previous step, a step late: usually finished while this one was queued.
+        const int prev = 1 - slot;
+        AUTOTUNE_CUDA_CALL(cudaEventSynchronize(step_done[prev].get()));
+        last = mlp.report(prev);
+        last_samples = step_samples[prev];
+      }
+      last_slot = slot;
       if (++steps == 1) peak_used = std::max(peak_used, device_used_bytes());  // cuBLAS may allocate lazily
       return s;
     };
     const MeasureResult r = measure_steps(k.measure, step);
+    AUTOTUNE_CUDA_CALL(cudaStreamSynchronize(compute.get()));
+    if (steps > 0) {
+      last = mlp.report(last_slot);
+      last_samples = step_samples[last_slot];
+    }
+    const double loss = last_samples > 0 ? static_cast<double>(last.loss_sum) / static_cast<double>(last_samples) : 0;
+
+    // gpu_busy's numerator: one optimizer step's device time, each part
+    // behind a host-released gate so that events time execution only (the
+    // timed windows ran ungated, so this costs them nothing). Best of three,
+    // on the loader's next batches; skipped when the loader stopped early.
+    double step_device_seconds = 0;
+    if (r.windows > 0 && !loader.failed()) {
+      Event start, end;
+      for (int trial = 0; trial < 3; ++trial) {
+        double seconds = 0;
+        bool complete = true;
+        for (std::int64_t a = 0; a <= k.grad_accum && complete; ++a) {
+          int slot = 0;
+          std::int64_t samples = 0;
+          if (a < k.grad_accum && !feeder.next(slot, samples)) {
+            complete = false;
+            break;
+          }
+          gate.hold(compute.get());
+          AUTOTUNE_CUDA_CALL(cudaEventRecord(start.get(), compute.get()));
+          if (a < k.grad_accum) mlp.accumulate(feeder.x(slot), feeder.y(slot), samples, grad_scale);
+          else mlp.step(0);
+          AUTOTUNE_CUDA_CALL(cudaEventRecord(end.get(), compute.get()));
+          gate.open();
+          if (a < k.grad_accum) feeder.after_compute(slot);
+          AUTOTUNE_CUDA_CALL(cudaEventSynchronize(end.get()));
+          seconds += elapsed_ms(start, end) / 1000.0;
+        }
+        if (!complete) break;
+        step_device_seconds = trial == 0 ? seconds : std::min(step_device_seconds, seconds);
+      }
+    }
     loader.stop();
+    AUTOTUNE_CUDA_CALL(cudaStreamSynchronize(compute.get()));
     peak_used = std::max(peak_used, device_used_bytes());
 
     if (loader.failed()) return Outcome::failure(Status::host_oom, "a loader worker failed to allocate its buffers");
@@ -286,7 +369,10 @@ class CudaWorkload final : public Workload {
     Outcome o = Outcome::success(r.throughput);
     add_measure_metrics(r, o);
     const double ram = peak_host_bytes();
-    o.metrics["gpu_busy"] = r.busy_fraction;
+    const std::int64_t samples_per_step = k.loader.batch_size * k.grad_accum;
+    o.metrics["gpu_busy"] = gpu_busy_fraction(step_device_seconds, r.throughput, samples_per_step);
+    o.metrics["step_device_seconds"] = step_device_seconds;
+    o.metrics["gate_timeouts"] = gate.timeouts();
     o.metrics["vram_bytes"] = peak_used;
     o.metrics["vram_own_bytes"] = arena.peak();
     o.metrics["vram_context_bytes"] = context_bytes;
@@ -295,31 +381,29 @@ class CudaWorkload final : public Workload {
     o.metrics["model_tflops"] = shape.flops_per_sample() * r.throughput / 1e12;
     o.metrics["ram_bytes"] = ram;
     o.metrics["ram_baseline_bytes"] = ram_baseline;
-    o.metrics["loss"] = mlp.last_loss();
+    o.metrics["loss"] = loss;
     if (*precision == Precision::fp16) {
-      o.metrics["skipped_steps"] = static_cast<double>(mlp.skipped_steps());
-      o.metrics["loss_scale"] = mlp.loss_scale();
+      o.metrics["skipped_steps"] = static_cast<double>(last.skipped_steps);
+      o.metrics["loss_scale"] = last.loss_scale;
     }
-    if (!std::isfinite(mlp.last_loss()))
-      return Outcome::failure(Status::error, "the loss diverged (non-finite); lower learning_rate");
-    if (vram_limit > 0 && peak_used > vram_limit) {
-      o.status = Status::oom;
-      o.reason = fmt::format("device memory in use {} exceeded the vram limit {}", format_bytes(peak_used),
-                             format_bytes(vram_limit));
-    } else {
-      mark_if_over_ram_limit(o, ram, ram_limit);
-    }
+    judge_trial_end(o, TrialEnd{loss, peak_used, vram_limit, ram, ram_limit});
     return o;
   }
 
   Options m_opts;
+  CardInfo m_card;  // the current trial's, for the error of an exception
 };
 
 }  // namespace
 
 }  // namespace autotune
 
-// The module's one entry point (workloads/cuda_module.hpp).
+// The module's one entry point (workloads/cuda_module.hpp). No exception
+// crosses it: nullptr when the workload cannot be made.
 extern "C" autotune::Workload* autotune_cuda_create(const autotune::Options* options) {
-  return new autotune::CudaWorkload(*options);
+  try {
+    return new autotune::CudaWorkload(*options);
+  } catch (...) {
+    return nullptr;
+  }
 }

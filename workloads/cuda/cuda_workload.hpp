@@ -12,15 +12,28 @@
 // events order copy and compute. false: pageable buffers and a synchronous
 // cudaMemcpy, which waits for the queued compute and blocks the host.
 //
+// Per optimizer step the host queues the step, then waits for the step
+// before it (an event) and reads that step's loss and fp16 loss scale, which
+// stay on the device (train_state.hpp): the device always has a step queued.
+//
 // Outcomes: `error` without a device or driver (with the runtime's reason),
-// `oom` on cudaErrorMemoryAllocation or past the spec's vram limit, `invalid`
-// past the ram limit. Metrics: throughput_rsd, stopped_by_rsd, gpu_busy
-// (compute time by events / wall time), vram_bytes (peak device memory in use:
-// the context and libraries plus the harness's allocations, from
-// cudaMemGetInfo), vram_own_bytes, vram_context_bytes, gemm_tflops (the
-// largest layer's GEMM alone at this batch and precision), model_tflops
-// (training FLOPs per second achieved through the whole pipeline),
-// skipped_steps and loss_scale (fp16), ram_bytes, ram_baseline_bytes, loss.
+// or when the module has no code for the card (naming the card, its compute
+// capability and the architectures built, cuda_arch.hpp); `oom` on
+// cudaErrorMemoryAllocation or past the spec's vram limit, also when the loss
+// diverged too; `invalid` past the ram limit; every exception becomes an
+// outcome (trial_outcome.hpp), none leaves the module. Metrics:
+// throughput_rsd, stopped_by_rsd, gpu_busy (the device time of one step,
+// timed behind a host-released gate after the measurement, times the steps
+// per second; trial_outcome.hpp), step_device_seconds, gate_timeouts (must be
+// 0), vram_bytes (peak device memory in use: the context and libraries plus
+// the harness's allocations, from cudaMemGetInfo), vram_own_bytes,
+// vram_context_bytes, gemm_tflops (the largest layer's GEMM alone at this
+// batch and precision), model_tflops (training FLOPs per second achieved
+// through the whole pipeline), skipped_steps and loss_scale (fp16),
+// ram_bytes, ram_baseline_bytes, loss (the last step's mean).
+//
+// Options beyond the model and pipeline: device, fp32_math (default: cuBLAS's
+// CUBLAS_COMPUTE_32F as PyTorch; pedantic: CUBLAS_COMPUTE_32F_PEDANTIC).
 //
 // This file and the rest of workloads/cuda/ build libautotune_cuda.so, which
 // the workloads library loads on the first cuda measurement

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstddef>
 #include <random>
 
 #include "workloads/cuda/cuda_check.hpp"
@@ -11,8 +12,6 @@ namespace autotune::cuda {
 namespace {
 
 constexpr std::size_t kWorkspaceBytes = 32u << 20;  // cuBLAS recommends 32 MiB on Hopper
-constexpr float kInitialLossScale = 65536.0f;
-constexpr std::int64_t kLossScaleGrowthInterval = 2000;
 
 DType dtype_of(Precision p) {
   switch (p) {
@@ -30,21 +29,40 @@ cudaDataType_t cuda_type_of(DType t) {
   }
 }
 
-cublasComputeType_t compute_type_of(Precision p) {
-  switch (p) {
-    case Precision::fp32: return CUBLAS_COMPUTE_32F_PEDANTIC;
-    case Precision::tf32: return CUBLAS_COMPUTE_32F_FAST_TF32;
-    default: return CUBLAS_COMPUTE_32F;  // 16-bit operands, FP32 accumulation
-  }
-}
-
 std::size_t max_hidden(const std::vector<std::int64_t>& d) {
   std::int64_t m = 1;
   for (std::size_t l = 1; l < d.size(); ++l) m = std::max(m, d[l]);
   return static_cast<std::size_t>(m);
 }
 
+std::size_t align_up(std::size_t n) { return (n + kParameterAlignment - 1) / kParameterAlignment * kParameterAlignment; }
+
 }  // namespace
+
+cublasComputeType_t compute_type_of(Precision p, Fp32Math m) {
+  switch (p) {
+    case Precision::fp32: return m == Fp32Math::pedantic ? CUBLAS_COMPUTE_32F_PEDANTIC : CUBLAS_COMPUTE_32F;
+    case Precision::tf32: return CUBLAS_COMPUTE_32F_FAST_TF32;
+    default: return CUBLAS_COMPUTE_32F;  // 16-bit operands, FP32 accumulation
+  }
+}
+
+std::optional<Fp32Math> parse_fp32_math(std::string_view s) {
+  if (s == "default") return Fp32Math::standard;
+  if (s == "pedantic") return Fp32Math::pedantic;
+  return std::nullopt;
+}
+
+ParameterLayout parameter_layout(const std::vector<std::int64_t>& dims) {
+  ParameterLayout p;
+  for (std::size_t l = 0; l + 1 < dims.size(); ++l) {
+    p.weight.push_back(p.total);
+    p.total = align_up(p.total + static_cast<std::size_t>(dims[l] * dims[l + 1]));
+    p.bias.push_back(p.total);
+    p.total = align_up(p.total + static_cast<std::size_t>(dims[l + 1]));
+  }
+  return p;
+}
 
 std::optional<Precision> parse_precision(std::string_view s) {
   if (s == "fp32") return Precision::fp32;
@@ -82,19 +100,20 @@ double gpu_mlp_bytes(const MlpShape& s, std::int64_t batch, Precision p, bool ad
   const auto d = s.dims();
   const double e = static_cast<double>(dtype_bytes(dtype_of(p)));
   const bool half = e < 4;
-  const double P = s.parameters();
+  const double P = static_cast<double>(parameter_layout(d).total);  // with the padding
   const double B = static_cast<double>(batch);
   double bytes = P * 4 * (2 + (adam ? 2 : 0)) + (half ? P * e : 0);
-  double act = 0;
-  for (std::size_t l = 1; l < d.size(); ++l) act += static_cast<double>(d[l]);
-  bytes += act * B * (4 + e);                                       // z and h per layer
+  double hidden = 0;
+  for (std::size_t l = 1; l + 1 < d.size(); ++l) hidden += static_cast<double>(d[l]);
+  bytes += hidden * B * (4 + e);                                    // z and h per hidden layer
+  bytes += static_cast<double>(d.back()) * B * 4;                   // z of the logits (no h)
   bytes += static_cast<double>(max_hidden(d)) * B * (4 + e);        // dh and dz
   bytes += half ? static_cast<double>(d[0]) * B * e : 0;            // input cast
-  return bytes + kWorkspaceBytes + 256;
+  return bytes + kWorkspaceBytes + 3 * sizeof(TrainState);
 }
 
 GpuMlp::GpuMlp(DeviceArena& arena, cublasHandle_t blas, cudaStream_t stream, const MlpShape& shape,
-               std::int64_t batch, Precision precision, bool adam, float lr, std::uint64_t seed)
+               std::int64_t batch, Precision precision, Fp32Math fp32_math, bool adam, float lr, std::uint64_t seed)
     : m_arena(arena),
       m_blas(blas),
       m_stream(stream),
@@ -102,17 +121,15 @@ GpuMlp::GpuMlp(DeviceArena& arena, cublasHandle_t blas, cudaStream_t stream, con
       m_dims(shape.dims()),
       m_batch(batch),
       m_precision(precision),
+      m_compute_type(compute_type_of(precision, fp32_math)),
       m_dtype(dtype_of(precision)),
       m_adam(adam),
-      m_lr(lr),
-      m_loss_scale(precision == Precision::fp16 ? kInitialLossScale : 1.0f) {
+      m_lr(lr) {
   const std::size_t layers = m_dims.size() - 1;
-  for (std::size_t l = 0; l < layers; ++l) {
-    m_w_offset.push_back(m_params);
-    m_params += static_cast<std::size_t>(m_dims[l] * m_dims[l + 1]);
-    m_b_offset.push_back(m_params);
-    m_params += static_cast<std::size_t>(m_dims[l + 1]);
-  }
+  ParameterLayout layout = parameter_layout(m_dims);
+  m_w_offset = std::move(layout.weight);
+  m_b_offset = std::move(layout.bias);
+  m_params = layout.total;
   const std::size_t pbytes = m_params * sizeof(float);
   const std::size_t e = dtype_bytes(m_dtype);
   const auto B = static_cast<std::size_t>(batch);
@@ -129,13 +146,15 @@ GpuMlp::GpuMlp(DeviceArena& arena, cublasHandle_t blas, cudaStream_t stream, con
   for (std::size_t l = 0; l < layers; ++l) {
     const auto rows = static_cast<std::size_t>(m_dims[l + 1]);
     m_z.emplace_back(arena, rows * B * sizeof(float));
-    m_h.emplace_back(arena, rows * B * e);
+    // The logits are read from z by the softmax; only hidden layers need h.
+    if (l + 1 < layers) m_h.emplace_back(arena, rows * B * e);
   }
   const std::size_t wide = max_hidden(m_dims);
   m_dh = DeviceBuffer(arena, wide * B * sizeof(float));
   m_dz = DeviceBuffer(arena, wide * B * e);
-  m_scalars = DeviceBuffer(arena, 256);
-  m_scalars_host = PinnedBuffer(256);
+  m_state = DeviceBuffer(arena, sizeof(TrainState));
+  m_reports = DeviceBuffer(arena, 2 * sizeof(TrainState));
+  m_reports_host = PinnedBuffer(2 * sizeof(TrainState));
   m_workspace = DeviceBuffer(arena, kWorkspaceBytes);
   AUTOTUNE_CUBLAS_CALL(cublasSetStream(m_blas, m_stream));
   AUTOTUNE_CUBLAS_CALL(cublasSetWorkspace(m_blas, m_workspace.get(), kWorkspaceBytes));
@@ -155,7 +174,11 @@ GpuMlp::GpuMlp(DeviceArena& arena, cublasHandle_t blas, cudaStream_t stream, con
     AUTOTUNE_CUDA_CALL(cudaMemsetAsync(m_v.get(), 0, pbytes, m_stream));
   }
   if (m_dtype != DType::f32) launch_cast_from_f32(m_dtype, m_master.as<float>(), m_copy.get(), m_params, m_stream);
-  AUTOTUNE_CUDA_CALL(cudaMemsetAsync(m_scalars.get(), 0, 256, m_stream));
+  TrainState initial;
+  if (precision == Precision::fp16) initial.loss_scale = LossScaleRule{}.initial;
+  const TrainState both[2] = {initial, initial};
+  AUTOTUNE_CUDA_CALL(cudaMemcpy(m_state.get(), &initial, sizeof initial, cudaMemcpyHostToDevice));
+  AUTOTUNE_CUDA_CALL(cudaMemcpy(m_reports_host.get(), both, sizeof both, cudaMemcpyHostToHost));
   AUTOTUNE_CUDA_CALL(cudaStreamSynchronize(m_stream));
 }
 
@@ -164,7 +187,7 @@ void GpuMlp::gemm(cublasOperation_t ta, cublasOperation_t tb, int m, int n, int 
   const float alpha = 1.0f;
   const cudaDataType_t t = cuda_type_of(m_dtype);
   AUTOTUNE_CUBLAS_CALL(cublasGemmEx(m_blas, ta, tb, m, n, k, &alpha, a, t, lda, b, t, ldb, &beta, c, CUDA_R_32F,
-                                    ldc, compute_type_of(m_precision), CUBLAS_GEMM_DEFAULT));
+                                    ldc, m_compute_type, CUBLAS_GEMM_DEFAULT));
 }
 
 const void* GpuMlp::input_of(std::size_t layer, const void* x) const {
@@ -191,8 +214,8 @@ void GpuMlp::accumulate(const float* x, const std::int32_t* labels, std::int64_t
     if (l + 1 < L) launch_bias_relu(m_dtype, m_z[l].as<float>(), bias(l), m_h[l].get(), out, B, m_stream);
   }
   const int classes = static_cast<int>(m_dims[L]);
-  launch_softmax_xent(m_dtype, m_z[L - 1].as<float>(), bias(L - 1), labels, m_dz.get(), m_scalars.as<float>(), classes,
-                      B, grad_scale * m_loss_scale, m_stream);
+  launch_softmax_xent(m_dtype, m_z[L - 1].as<float>(), bias(L - 1), labels, m_dz.get(), state(), classes, B,
+                      grad_scale, m_stream);
   // Backward; m_dz holds dL/dz_l for the current layer.
   for (std::size_t l = L; l-- > 0;) {
     const int out = static_cast<int>(m_dims[l + 1]), in = static_cast<int>(m_dims[l]);
@@ -207,46 +230,26 @@ void GpuMlp::accumulate(const float* x, const std::int32_t* labels, std::int64_t
   }
 }
 
-void GpuMlp::step() {
-  int* flag = reinterpret_cast<int*>(m_scalars.as<char>() + sizeof(float));
+void GpuMlp::step(int slot) {
   const bool fp16 = m_precision == Precision::fp16;
-  if (fp16) launch_check_finite(m_grad.as<float>(), m_params, flag, m_stream);
+  // The flag's device address, without dereferencing a device pointer here.
+  int* found_inf = reinterpret_cast<int*>(m_state.as<char>() + offsetof(TrainState, found_inf));
+  if (fp16) launch_check_finite(m_grad.as<float>(), m_params, found_inf, m_stream);
   OptimizerStep o;
   o.adam = m_adam;
   o.lr = m_lr;
-  const auto t = static_cast<float>(m_t + 1);
-  o.bias_correction1 = 1.0f - std::pow(o.beta1, t);
-  o.bias_correction2 = 1.0f - std::pow(o.beta2, t);
-  o.grad_unscale = 1.0f / m_loss_scale;
+  o.scaled = fp16;
   launch_optimizer(m_dtype, o, m_master.as<float>(), m_dtype == DType::f32 ? nullptr : m_copy.get(),
                    m_grad.as<float>(), m_adam ? m_m.as<float>() : nullptr, m_adam ? m_v.as<float>() : nullptr,
-                   m_params, fp16 ? flag : nullptr, m_stream);
-  AUTOTUNE_CUDA_CALL(cudaMemcpyAsync(m_scalars_host.get(), m_scalars.get(), sizeof(float) + sizeof(int),
+                   m_params, state(), m_stream);
+  const auto s = static_cast<std::size_t>(slot & 1);
+  TrainState* report = m_reports.as<TrainState>() + s;
+  launch_end_step(state(), report, fp16, m_stream);
+  AUTOTUNE_CUDA_CALL(cudaMemcpyAsync(m_reports_host.as<TrainState>() + s, report, sizeof(TrainState),
                                      cudaMemcpyDeviceToHost, m_stream));
-  AUTOTUNE_CUDA_CALL(cudaMemsetAsync(m_scalars.get(), 0, sizeof(float) + sizeof(int), m_stream));
 }
 
-bool GpuMlp::finish_step(std::int64_t micro_batches, std::int64_t samples) {
-  (void)micro_batches;
-  const float loss_sum = *m_scalars_host.as<float>();
-  const int overflow = *reinterpret_cast<const int*>(m_scalars_host.as<char>() + sizeof(float));
-  m_last_loss = samples > 0 ? static_cast<double>(loss_sum) / static_cast<double>(samples) : 0.0;
-  if (m_precision == Precision::fp16) {
-    if (overflow) {
-      // Dynamic loss scaling (Micikevicius et al., "Mixed Precision Training", 2018).
-      m_loss_scale = std::max(1.0f, m_loss_scale * 0.5f);
-      m_good_steps = 0;
-      ++m_skipped;
-      return false;
-    }
-    if (++m_good_steps >= kLossScaleGrowthInterval && m_loss_scale < 16777216.0f) {
-      m_loss_scale *= 2.0f;
-      m_good_steps = 0;
-    }
-  }
-  ++m_t;
-  return true;
-}
+TrainState GpuMlp::report(int slot) const { return m_reports_host.as<TrainState>()[slot & 1]; }
 
 double GpuMlp::probe_gemm_tflops(std::int64_t batch, int repeats) {
   // The layer with the most multiply-adds.

@@ -59,10 +59,12 @@ __device__ __forceinline__ float warp_sum(float v) {
 // (contiguous in column-major), so reads coalesce.
 template <class T>
 __global__ void softmax_xent_kernel(const float* logits, const float* bias, const std::int32_t* labels, T* dlogits,
-                                    float* loss_sum, int classes, int cols, float scale) {
+                                    TrainState* state, int classes, int cols, float scale) {
   const int lane = threadIdx.x & 31;
   const int c = (blockIdx.x * blockDim.x + threadIdx.x) >> 5;
   if (c >= cols) return;  // whole warps leave together: blockDim is a multiple of 32
+  float* loss_sum = &state->loss_sum;
+  scale *= state->loss_scale;
   const float* z = logits + static_cast<std::size_t>(c) * classes;
   T* d = dlogits + static_cast<std::size_t>(c) * classes;
   float mx = -INFINITY;
@@ -107,18 +109,22 @@ __global__ void check_finite_kernel(const float* g, std::size_t n, int* flag) {
 
 template <class T>
 __global__ void optimizer_kernel(OptimizerStep o, float* w, T* w_copy, float* g, float* m, float* v, std::size_t n,
-                                 const int* skip) {
-  const bool skipped = skip != nullptr && *skip != 0;
+                                 const TrainState* state) {
+  const bool skipped = o.scaled && state->found_inf != 0;
+  const float grad_unscale = o.scaled ? 1.0f / state->loss_scale : 1.0f;
+  const float t = static_cast<float>(state->applied_steps + 1);
+  const float bias_correction1 = 1.0f - powf(o.beta1, t);
+  const float bias_correction2 = 1.0f - powf(o.beta2, t);
   for (std::size_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
     if (!skipped) {
-      const float grad = g[i] * o.grad_unscale;
+      const float grad = g[i] * grad_unscale;
       float wi = w[i];
       if (o.adam) {
         const float mi = o.beta1 * m[i] + (1.0f - o.beta1) * grad;
         const float vi = o.beta2 * v[i] + (1.0f - o.beta2) * grad * grad;
         m[i] = mi;
         v[i] = vi;
-        wi -= o.lr * (mi / o.bias_correction1) / (sqrtf(vi / o.bias_correction2) + o.eps);
+        wi -= o.lr * (mi / bias_correction1) / (sqrtf(vi / bias_correction2) + o.eps);
       } else {
         wi -= o.lr * grad;
       }
@@ -126,6 +132,32 @@ __global__ void optimizer_kernel(OptimizerStep o, float* w, T* w_copy, float* g,
       if (w_copy) w_copy[i] = from_float<T>(wi);
     }
     g[i] = 0.0f;
+  }
+}
+
+__global__ void end_step_kernel(TrainState* state, TrainState* report, bool scaled) {
+  *report = end_step_report(*state, scaled);
+}
+
+__device__ __forceinline__ unsigned long long global_nanoseconds() {
+  unsigned long long t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+
+__global__ void gate_kernel(const volatile unsigned* flag, unsigned ticket, unsigned* timeouts,
+                            unsigned long long timeout_ns) {
+  const unsigned long long t0 = global_nanoseconds();
+  while (*flag < ticket) {
+    if (global_nanoseconds() - t0 > timeout_ns) {
+      // One gate runs at a time on a stream, so a plain increment is enough
+      // (atomics on mapped host memory need PCIe atomics some hosts lack).
+      *static_cast<volatile unsigned*>(timeouts) += 1u;
+      return;
+    }
+#if __CUDA_ARCH__ >= 700
+    __nanosleep(500);  // a poll over PCIe every half microsecond is plenty
+#endif
   }
 }
 
@@ -163,13 +195,13 @@ void launch_bias_relu(DType t, const float* z, const float* bias, void* h, int r
 }
 
 void launch_softmax_xent(DType t, const float* logits, const float* bias, const std::int32_t* labels, void* dlogits,
-                         float* loss_sum, int classes, int cols, float scale, cudaStream_t s) {
+                         TrainState* state, int classes, int cols, float scale, cudaStream_t s) {
   if (cols == 0) return;
   constexpr int kWarpsPerBlock = kThreads / 32;
   const unsigned blocks = static_cast<unsigned>((cols + kWarpsPerBlock - 1) / kWarpsPerBlock);
   dispatch(t, [&](auto* tag) {
     using T = std::remove_pointer_t<decltype(tag)>;
-    softmax_xent_kernel<T><<<blocks, kThreads, 0, s>>>(logits, bias, labels, static_cast<T*>(dlogits), loss_sum,
+    softmax_xent_kernel<T><<<blocks, kThreads, 0, s>>>(logits, bias, labels, static_cast<T*>(dlogits), state,
                                                        classes, cols, scale);
   });
   AUTOTUNE_CUDA_CHECK_LAUNCH();
@@ -202,13 +234,33 @@ void launch_check_finite(const float* g, std::size_t n, int* flag, cudaStream_t 
 }
 
 void launch_optimizer(DType t, const OptimizerStep& o, float* w, void* w_copy, float* g, float* m, float* v,
-                      std::size_t n, const int* skip, cudaStream_t s) {
+                      std::size_t n, const TrainState* state, cudaStream_t s) {
   if (n == 0) return;
   dispatch(t, [&](auto* tag) {
     using T = std::remove_pointer_t<decltype(tag)>;
-    optimizer_kernel<T><<<blocks_for(n), kThreads, 0, s>>>(o, w, static_cast<T*>(w_copy), g, m, v, n, skip);
+    optimizer_kernel<T><<<blocks_for(n), kThreads, 0, s>>>(o, w, static_cast<T*>(w_copy), g, m, v, n, state);
   });
   AUTOTUNE_CUDA_CHECK_LAUNCH();
+}
+
+void launch_end_step(TrainState* state, TrainState* report, bool scaled, cudaStream_t s) {
+  end_step_kernel<<<1, 1, 0, s>>>(state, report, scaled);
+  AUTOTUNE_CUDA_CHECK_LAUNCH();
+}
+
+void launch_gate(const volatile unsigned* flag, unsigned ticket, unsigned* timeouts, unsigned long long timeout_ns,
+                 cudaStream_t s) {
+  gate_kernel<<<1, 1, 0, s>>>(flag, ticket, timeouts, timeout_ns);
+  AUTOTUNE_CUDA_CHECK_LAUNCH();
+}
+
+cudaError_t kernel_image_status() noexcept {
+  // Asking for a kernel's attributes loads the module's code for the current
+  // device (also under lazy loading), failing as a launch would.
+  cudaFuncAttributes a{};
+  const cudaError_t e = cudaFuncGetAttributes(&a, end_step_kernel);
+  if (e != cudaSuccess) (void)cudaGetLastError();
+  return e;
 }
 
 }  // namespace autotune::cuda
