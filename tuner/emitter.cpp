@@ -11,6 +11,8 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include "search/knobs.hpp"
+
 namespace autotune {
 namespace {
 
@@ -52,13 +54,15 @@ void emit_metrics(YAML::Emitter& e, const Outcome& o) {
 void emit_exports(YAML::Emitter& e, const Assignment& best) {
   const Value* bs = best.find("batch_size");
   const Value* workers = best.find("num_workers");
-  const Value* prefetch = best.find("prefetch_factor");
+  const Value* prefetch = best.find("prefetch_factor");  // reset below when it means nothing
   const Value* pin = best.find("pin_memory");
   const Value* precision = best.find("precision");
   const Value* accum = best.find("grad_accum");
   const std::string prec = precision ? to_string(*precision) : "";
-  // PyTorch refuses prefetch_factor when num_workers is 0.
+  // PyTorch refuses prefetch_factor when num_workers is 0: the knob table
+  // says when a knob means nothing.
   const bool has_workers = workers && to_number(*workers) > 0;
+  if (prefetch && !knob_is_active(best, "prefetch_factor")) prefetch = nullptr;
 
   // key: value, only for declared knobs.
   auto put = [&e](const char* key, const Value* v) {
@@ -72,7 +76,7 @@ void emit_exports(YAML::Emitter& e, const Assignment& best) {
   e << YAML::Key << "torch_dataloader" << YAML::Value << YAML::Flow << YAML::BeginMap;
   put("batch_size", bs);
   put("num_workers", workers);
-  if (prefetch && has_workers) put("prefetch_factor", prefetch);
+  put("prefetch_factor", prefetch);
   if (has_workers) e << YAML::Key << "persistent_workers" << YAML::Value << true;
   put("pin_memory", pin);
   e << YAML::EndMap;
@@ -81,7 +85,7 @@ void emit_exports(YAML::Emitter& e, const Assignment& best) {
   put("per_device_train_batch_size", bs);
   put("gradient_accumulation_steps", accum);
   put("dataloader_num_workers", workers);
-  if (prefetch && has_workers) put("dataloader_prefetch_factor", prefetch);
+  put("dataloader_prefetch_factor", prefetch);
   put("dataloader_pin_memory", pin);
   if (prec == "bf16") e << YAML::Key << "bf16" << YAML::Value << true;
   if (prec == "fp16") e << YAML::Key << "fp16" << YAML::Value << true;

@@ -35,7 +35,9 @@ constexpr std::size_t kMaxListedValues = 16;      // values shown in an error me
 const std::vector<std::string> kTopKeys = {"workload", "space",    "constraints", "objective",
                                            "search",   "executor", "output"};
 const std::vector<std::string> kWorkloadGenericKeys = {"kind", "timeout", "repeats", "isolation"};
-const std::vector<std::string> kParamKeys = {"values", "range", "step", "log", "points", "pow2"};
+const std::vector<std::string> kParamKeys = {"values", "range", "step", "log", "points", "pow2", "memory"};
+// `memory:` on a parameter: which memory its value grows (search/knobs.hpp).
+const std::vector<std::string> kMemoryUses = {"device", "host", "both", "none"};
 const std::vector<std::string> kDomainForms = {"values", "range", "log", "pow2"};
 const std::vector<std::string> kConstraintKeys = {"vram", "ram", "rules"};
 const std::vector<std::string> kSearchKeys = {"strategy", "budget", "seed", "initial", "confirm", "parallel"};
@@ -263,6 +265,7 @@ class Loader {
   // Sections.
   void read_space(const Entry& e);
   std::optional<Parameter> read_parameter(const Entry& e, const std::string& path);
+  bool read_memory_use(const Entry& e, const std::string& path, Parameter& param);
   std::optional<std::vector<Value>> read_values(const YAML::Node& list, Loc at, const std::string& path,
                                                 Scale& scale);
   std::optional<std::pair<std::int64_t, std::int64_t>> read_bounds(const Entry& e, const std::string& path,
@@ -459,10 +462,26 @@ void Loader::read_space(const Entry& e) {
       continue;
     }
     auto param = read_parameter(p, path);
+    if (param && !read_memory_use(p, path, *param)) param.reset();
     if (param) m_params.push_back(std::move(*param));
     else ok = false;
   }
   m_space_ok = ok && m_params.size() == params.size();
+}
+
+// `memory: device | host | both | none` beside a parameter's domain: what the
+// feasibility model and the heuristic take its value to grow. False after a
+// located error.
+bool Loader::read_memory_use(const Entry& e, const std::string& path, Parameter& param) {
+  if (!e.value.IsMap()) return true;
+  for (auto it = e.value.begin(); it != e.value.end(); ++it) {
+    if (!it->first.IsScalar() || it->first.Scalar() != "memory") continue;
+    auto v = get_choice(it->second, loc_of(it->second, loc_of(it->first)), child(path, "memory"), kMemoryUses);
+    if (!v) return false;
+    param.memory = *parse_memory_use(*v);
+    return true;  // a duplicate key is read_map's error
+  }
+  return true;
 }
 
 std::optional<std::pair<std::int64_t, std::int64_t>> Loader::read_bounds(const Entry& e, const std::string& path,
