@@ -29,7 +29,7 @@
 namespace autotune {
 namespace {
 
-constexpr double kMinFeasible = 0.02;   // candidates below this are dropped while others remain
+constexpr double kMinFeasible = 0.02;  // candidates below this are dropped while others remain
 constexpr int kRandomCandidates = 2000;  // when the space cannot be listed
 
 class BoStrategy final : public StrategyBase {

@@ -31,7 +31,7 @@ bool names_value(const std::string& message, const std::string& value) {
 double normal_cdf(double z) { return 0.5 * std::erfc(-z / 1.4142135623730951); }
 
 constexpr double kGoodFit = 0.15;     // relative rms error under which the bytes model is trusted
-constexpr double kMinSpread = 0.08;   // floor on its log spread: extrapolation is never exact
+constexpr double kMinSpread = 0.03;   // floor on the fit's log spread: extrapolation is never exact
 constexpr int kMinMeasured = 3;
 constexpr double kReach = 0.2;        // in memory coordinates (a fifth of a knob's range)
 
@@ -191,14 +191,20 @@ void FeasibilityModel::fit_bytes(Memory& m, MemoryKind kind, const std::vector<O
     return;
   }
   double capacity = limit > 0 ? limit : 0.0;
-  if (std::isfinite(least_failed) && (capacity <= 0 || least_failed < capacity))
+  double capacity_range = 0.0;  // in log: where between what ran and what failed
+  if (std::isfinite(least_failed) && (capacity <= 0 || least_failed < capacity)) {
     capacity = std::sqrt(most_ran * least_failed);
+    capacity_range = std::log(least_failed / most_ran);
+  }
   if (!(capacity > 0)) {
     m.coef.clear();
     return;
   }
   m.log_capacity = std::log(capacity);
-  m.log_sd = std::max(kMinSpread, rms);
+  // The fit's own error and the capacity's: the interval between the most
+  // that ran and the least that failed read as +-2 sd.
+  const double fit_sd = std::max(kMinSpread, rms);
+  m.log_sd = std::sqrt(fit_sd * fit_sd + 0.0625 * capacity_range * capacity_range);
 }
 
 double FeasibilityModel::coord(std::size_t d, const Config& c) const {
@@ -394,3 +400,4 @@ bool FeasibilityModel::known_feasible(const Config& c) const {
 }
 
 }  // namespace autotune
+
