@@ -73,7 +73,9 @@ class BoStrategy final : public StrategyBase {
       if (auto c = design_point()) return c;
       return space_filling();
     }
-    if (ok.size() < 2) return space_filling();
+    // Two points give the GP's hyperparameters nothing to fit: its EI then
+    // piles on a corner. Keep filling the space until a third one runs.
+    if (ok.size() < 3) return space_filling();
     if (!fit(ok)) return space_filling();
     return best_candidate(ok);
   }
