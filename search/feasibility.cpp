@@ -1,6 +1,8 @@
 #include "search/feasibility.hpp"
 
 #include <algorithm>
+#include <bit>
+#include <cstdint>
 #include <cctype>
 #include <cmath>
 #include <limits>
@@ -33,6 +35,7 @@ double normal_cdf(double z) { return 0.5 * std::erfc(-z / 1.4142135623730951); }
 constexpr double kGoodFit = 0.15;     // relative rms error under which the bytes model is trusted
 constexpr double kMinSpread = 0.03;   // floor on the fit's log spread: extrapolation is never exact
 constexpr int kMinMeasured = 3;
+constexpr int kMaxDegree = 4;         // knobs multiplied in one term of the bytes model
 constexpr double kReach = 0.2;        // in memory coordinates (a fifth of a knob's range)
 
 }  // namespace
@@ -132,17 +135,17 @@ void FeasibilityModel::fit_bytes(Memory& m, MemoryKind kind, const std::vector<O
       if (auto b = o.outcome.metric(metric); b && *b > 0) measured.push_back(&o);
   const double limit = m_limit[static_cast<std::size_t>(kind)];
   if (static_cast<int>(measured.size()) < kMinMeasured || (m.failed.empty() && limit <= 0)) return;
-  // Terms: every product of up to three knobs that grow this memory.
+  // Terms: every product of up to kMaxDegree knobs that grow this memory
+  // (pinned queue buffers: workers x prefetch x batch x pinning).
   std::vector<std::size_t> dims;
   for (std::size_t d = 0; d < m_space.dims(); ++d)
     if (m.relevance[d] == kOrdered) dims.push_back(d);
-  m.terms.push_back({});
-  for (std::size_t i = 0; i < dims.size(); ++i) {
-    m.terms.push_back({dims[i]});
-    for (std::size_t j = i + 1; j < dims.size(); ++j) {
-      m.terms.push_back({dims[i], dims[j]});
-      for (std::size_t k = j + 1; k < dims.size(); ++k) m.terms.push_back({dims[i], dims[j], dims[k]});
-    }
+  for (std::uint32_t mask = 0; mask < (1u << std::min<std::size_t>(dims.size(), 16)); ++mask) {
+    if (std::popcount(mask) > kMaxDegree) continue;
+    std::vector<std::size_t> term;
+    for (std::size_t i = 0; i < dims.size(); ++i)
+      if (mask & (1u << i)) term.push_back(dims[i]);
+    m.terms.push_back(std::move(term));
   }
   const auto n = static_cast<Eigen::Index>(measured.size());
   const auto nt = static_cast<Eigen::Index>(m.terms.size());

@@ -26,9 +26,9 @@
 // nearest-neighbour classifier, so P shrinks towards known failures and
 // stays high away from them (a failure at 13 workers leaves 3 open).
 // Where trials report the memory (vram_bytes, ram_bytes), the bytes are
-// fitted as a sum of non-negative terms, each a product of up to three
-// relevant knobs' sizes (batch x workers x prefetch is how a loader queue
-// grows), so the fit is monotone too; against the capacity (the spec's
+// fitted as a sum of non-negative terms, each a product of up to four
+// relevant knobs' sizes (batch x workers x prefetch x pinning is how a
+// loader's pinned queue grows), so the fit is monotone too; against the capacity (the spec's
 // limit, or the geometric middle between the most that ran and the least
 // the fit puts on a failure, when not given) it gives P(fits) =
 // Phi(log(capacity / predicted) / spread). That may lower the cones'
