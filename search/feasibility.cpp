@@ -185,14 +185,17 @@ void FeasibilityModel::fit_bytes(Memory& m, MemoryKind kind, const std::vector<O
   // The capacity: what ran fits, what failed did not.
   double most_ran = 0.0;
   for (const auto* o : measured) most_ran = std::max(most_ran, *o->outcome.metric(metric));
-  // A fit that puts a failure at or below what ran has the shape wrong
-  // (too few points for its terms): no bytes model then.
+  // A fit that puts a failure well below what ran has the shape wrong (too
+  // few points for its terms): no bytes model then. Within the fit's own
+  // error of it, the capacity is simply where the two meet.
+  const double fit_sd = std::max(kMinSpread, rms);
   double least_failed = std::numeric_limits<double>::infinity();
   for (const auto& f : m.failed) least_failed = std::min(least_failed, predicted_bytes(m, f));
-  if (least_failed <= most_ran) {
+  if (least_failed < most_ran * std::exp(-2.0 * fit_sd)) {
     m.coef.clear();
     return;
   }
+  least_failed = std::max(least_failed, most_ran);
   double capacity = limit > 0 ? limit : 0.0;
   double capacity_range = 0.0;  // in log: where between what ran and what failed
   if (std::isfinite(least_failed) && (capacity <= 0 || least_failed < capacity)) {
@@ -206,7 +209,6 @@ void FeasibilityModel::fit_bytes(Memory& m, MemoryKind kind, const std::vector<O
   m.log_capacity = std::log(capacity);
   // The fit's own error and the capacity's: the interval between the most
   // that ran and the least that failed read as +-2 sd.
-  const double fit_sd = std::max(kMinSpread, rms);
   m.log_sd = std::sqrt(fit_sd * fit_sd + 0.0625 * capacity_range * capacity_range);
 }
 

@@ -33,7 +33,7 @@
 // the fit puts on a failure, when not given) it gives P(fits) =
 // Phi(log(capacity / predicted) / spread). That may lower the cones'
 // estimate, never raise it: the fit extrapolates from few points. A fit
-// worse than 15% relative error, or one that puts a failure at or below
+// worse than 15% relative error, or one that puts a failure clearly below
 // what ran, is not used.
 // If the table's story is contradicted (a success at least as large as a
 // failure in the relevant knobs), that kind falls back to every non-neutral
