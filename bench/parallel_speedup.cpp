@@ -11,6 +11,7 @@
 #include <fstream>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -37,10 +38,11 @@ int main(int argc, char** argv) {
   const SearchSpace space = bench::pipeline_space();
   const double optimum = bench::exhaustive_optimum(*workload, space);
   const auto dir = std::filesystem::temp_directory_path() / ("autotune_bench_parallel_" + std::to_string(::getpid()));
-  std::printf("%-8s %12s %12s %14s\n", "slots", "wall_s", "speedup", "quality");
-  double wall1 = 0, q1 = 0, wall4 = 0, q4 = 0;
+  std::printf("%-8s %12s %12s %14s %14s\n", "slots", "wall_s", "speedup", "quality", "median");
+  double wall1 = 0, q1 = 0, wall4 = 0, q4 = 0, m1 = 0, m4 = 0;
   for (int slots : {1, 4}) {
     double wall = 0, quality = 0;
+    std::vector<double> qs;
     for (int s = 0; s < seeds; ++s) {
       Spec spec = bench::synthetic_spec(space, strategy, budget, static_cast<std::uint64_t>(s),
                                         dir / fmt::format("j{}_{}.jsonl", slots, s));
@@ -49,16 +51,20 @@ int main(int argc, char** argv) {
       TuneResult r = run_tuning(
           spec, [&](const Assignment& a, const TrialContext& ctx) { return workload->measure(a, ctx); }, {});
       wall += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      if (r.best) quality += workload->expected(space.to_assignment(*r.best))->throughput / optimum;
+      const double q = r.best ? workload->expected(space.to_assignment(*r.best))->throughput / optimum : 0.0;
+      quality += q;
+      qs.push_back(q);
     }
     wall /= seeds;
     quality /= seeds;
-    if (slots == 1) wall1 = wall, q1 = quality;
-    else wall4 = wall, q4 = quality;
-    std::printf("%-8d %12.2f %11.2fx %14.4f\n", slots, wall, wall1 / wall, quality);
+    const double median = bench::quantile(qs, 0.5);
+    if (slots == 1) wall1 = wall, q1 = quality, m1 = median;
+    else wall4 = wall, q4 = quality, m4 = median;
+    std::printf("%-8d %12.2f %11.2fx %14.4f %14.4f\n", slots, wall, wall1 / wall, quality, median);
   }
-  std::printf("\nquality: true throughput of the recommended configuration / exhaustive optimum, mean over seeds\n");
-  std::printf("N=4 against N=1: %.2fx faster, quality %+.2f%%\n", wall1 / wall4, 100.0 * (q4 - q1) / q1);
+  std::printf("\nquality: true throughput of the recommended configuration / exhaustive optimum, mean (and median) over seeds\n");
+  std::printf("N=4 against N=1: %.2fx faster, quality %+.2f%% (median %+.2f%%)\n", wall1 / wall4, 100.0 * (q4 - q1) / q1,
+              100.0 * (m4 - m1) / m1);
   std::filesystem::remove_all(dir);
   return 0;
 }

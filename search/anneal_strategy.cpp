@@ -1,23 +1,30 @@
 // anneal: simulated annealing over the integer domains.
 //
-// The walk starts from the best of a few random probes (max(3, budget/8)).
-// A move changes one parameter: most of the time a step of s positions along
-// an ordered domain, s uniform in 1..smax with smax shrinking with the
-// temperature from 30% of the domain to 1 (adjacent values, as
-// SearchSpace::neighbours lists them); otherwise any value of that
-// parameter (categoricals always). When no such move is left, any unasked
-// neighbour, then a random restart. A
-// measured move is accepted when it is better, or with probability
-// exp(delta / T) where delta is the change in log-throughput (a relative
-// change, so the schedule does not depend on the workload's units). T falls
-// geometrically from kT0 to kTEnd over the budget (100 trials when unknown).
-// After a stretch without a new best the walk restarts, alternately from the
-// best point and from a random one. Failed trials never become the current
-// point. Proposals come from the current point whether or not earlier ones
-// are still pending; the asked set keeps them distinct.
+// The walk starts from the best of a few probes: the user's initial
+// configurations, then a spread design (search/initial_design.hpp), max(3,
+// budget/8) in all. A move changes one parameter: most of the time a step of
+// s positions along an ordered domain, s uniform in 1..smax with smax
+// shrinking with the temperature from 30% of the domain to 1; otherwise any
+// value of that parameter (categoricals always). Moves go through the same
+// FeasibilityModel as bo (issue 12): a move into a known wall (at least as
+// much of a memory as a failure, along the knobs that grow it) or onto an
+// excluded value is never made, and a move the model finds risky is made
+// only with probability P(fits), so the walk does not run into the same wall
+// twice. When no such move is left, any usable unasked neighbour, then a
+// restart. A measured move is accepted when it is better, or with
+// probability exp(delta / T) where delta is the change in log-throughput (a
+// relative change, so the schedule does not depend on the workload's units).
+// T falls geometrically from kT0 to kTEnd over the budget (100 trials when
+// unknown). After a stretch without a new best the walk restarts from the
+// best feasible region: alternately the best point and the runner-up among
+// distinct measured ones. Failed trials never become the current point.
+// Proposals come from the current point whether or not earlier ones are
+// still pending; the asked set keeps them distinct.
 #include <algorithm>
 #include <cmath>
 
+#include "search/feasibility.hpp"
+#include "search/initial_design.hpp"
 #include "search/strategies.hpp"
 
 namespace autotune {
@@ -29,7 +36,8 @@ constexpr double kAdjacentShare = 0.8;
 
 class AnnealStrategy final : public StrategyBase {
  public:
-  explicit AnnealStrategy(const StrategyContext& ctx) : StrategyBase(ctx) {
+  explicit AnnealStrategy(const StrategyContext& ctx)
+      : StrategyBase(ctx), m_feasibility(m_space, ctx.vram_limit_bytes, ctx.ram_limit_bytes) {
     m_horizon = ctx.budget > 0 ? ctx.budget : 100;
     m_patience = std::max(5, m_horizon / 5);
   }
@@ -38,17 +46,22 @@ class AnnealStrategy final : public StrategyBase {
  protected:
   std::optional<Config> propose() override {
     const int probes = std::max(3, m_horizon / 8);
-    if (!m_current || static_cast<int>(history().size() + pending().size()) < probes) return random_unasked();
-    for (int attempt = 0; attempt < 32; ++attempt)
+    const int asked = static_cast<int>(history().size() + pending().size());
+    if (asked < probes || !m_current) {
+      if (auto c = probe(probes - asked)) return c;
+    }
+    if (!m_current) return random_usable();
+    for (int attempt = 0; attempt < 64; ++attempt)
       if (auto c = move_from(*m_current)) return c;
     if (auto c = any_neighbour(*m_current)) return c;
     // Every move from here is used up: jump.
     m_current.reset();
-    return random_unasked();
+    return random_usable();
   }
 
   void observe(const Observation& obs) override {
     ++m_steps;
+    m_feasibility.update(history());
     if (!obs.outcome.ok() || !(obs.outcome.throughput > 0)) {
       stagnate();
       return;
@@ -84,13 +97,61 @@ class AnnealStrategy final : public StrategyBase {
   void stagnate() {
     if (++m_since_best < m_patience) return;
     m_since_best = 0;
-    if (m_restart_from_best && m_best) {
-      m_current = m_best;
-      m_current_y = m_best_y;
-    } else {
-      m_current.reset();  // the next ok outcome of a random proposal becomes current
+    // Restart in the best feasible region: the best point, or the best
+    // measured point other than it (a second basin), in turn.
+    const Observation* first = nullptr;
+    const Observation* second = nullptr;
+    for (const auto& o : history()) {
+      if (!o.outcome.ok() || !(o.outcome.throughput > 0)) continue;
+      if (!first || o.outcome.throughput > first->outcome.throughput) {
+        second = first;
+        first = &o;
+      } else if (!second || o.outcome.throughput > second->outcome.throughput) {
+        second = &o;
+      }
+    }
+    const Observation* from = m_restart_from_best || !second ? first : second;
+    if (from) {
+      m_current = from->config;
+      m_current_y = std::log(from->outcome.throughput);
     }
     m_restart_from_best = !m_restart_from_best;
+  }
+
+  // A risky configuration is proposed only with probability P(fits); a
+  // known wall or an excluded value never.
+  bool acceptable(const Config& c) {
+    if (was_asked(c) || !m_space.is_valid(c) || m_feasibility.known_infeasible(c)) return false;
+    std::uniform_real_distribution<double> u(0.0, 1.0);
+    return u(m_rng) < m_feasibility.probability(c);
+  }
+
+  // The next probe: the spread design laid out on first use, skipping what
+  // the model has since ruled out.
+  std::optional<Config> probe(int wanted) {
+    if (!m_design_made && wanted > 0) {
+      m_design_made = true;
+      std::vector<Config> taken;
+      for (const auto& o : history()) taken.push_back(o.config);
+      for (const auto& c : pending()) taken.push_back(c);
+      const auto& all = valid_configs();
+      m_design = spread_design(m_space, wanted, taken, m_rng, [this](const Config& c) { return !was_asked(c); },
+                               all ? &*all : nullptr);
+    }
+    while (m_next_design < m_design.size()) {
+      const Config c = m_design[m_next_design++];
+      if (!was_asked(c) && !m_feasibility.known_infeasible(c)) return c;
+    }
+    return std::nullopt;
+  }
+
+  std::optional<Config> random_usable() {
+    for (int t = 0; t < 64; ++t) {
+      auto c = random_unasked();
+      if (!c) return std::nullopt;
+      if (acceptable(*c)) return c;
+    }
+    return random_unasked();
   }
 
   std::optional<Config> move_from(const Config& from) {
@@ -110,19 +171,23 @@ class AnnealStrategy final : public StrategyBase {
       std::uniform_int_distribution<int> val(0, n - 1);
       c[d] = val(m_rng);
     }
-    if (c == from || was_asked(c) || !m_space.is_valid(c)) return std::nullopt;
+    if (c == from || !acceptable(c)) return std::nullopt;
     return c;
   }
 
   std::optional<Config> any_neighbour(const Config& from) {
     std::vector<Config> nbs;
     for (auto& nb : m_space.neighbours(from))
-      if (!was_asked(nb)) nbs.push_back(std::move(nb));
+      if (!was_asked(nb) && !m_feasibility.known_infeasible(nb)) nbs.push_back(std::move(nb));
     if (nbs.empty()) return std::nullopt;
     std::uniform_int_distribution<std::size_t> pick(0, nbs.size() - 1);
     return nbs[pick(m_rng)];
   }
 
+  FeasibilityModel m_feasibility;
+  bool m_design_made = false;
+  std::vector<Config> m_design;
+  std::size_t m_next_design = 0;
   int m_horizon = 100;
   int m_patience = 20;
   int m_steps = 0;

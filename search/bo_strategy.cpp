@@ -1,9 +1,11 @@
 // bo: Gaussian-process Bayesian optimisation of log-throughput.
 //
 //  - Initial design: the context's initial configurations (StrategyBase asks
-//    them first), then space-filling points up to max(4, min(d+1, budget/4))
-//    (d+1 when the budget is unknown): best-of-256 maximin over random valid
-//    unasked configurations, skipping those the feasibility model rules out.
+//    them first; the user's baseline), then a spread design
+//    (search/initial_design.hpp: Latin hypercube centred in its strata, not
+//    on the ranges' ends) up to initial_design_size(): d+1 points, at most a
+//    third of the budget. Design points the feasibility model rules out by
+//    then are moved to the nearest usable configuration.
 //  - Model: a GP (search/gp) on log(throughput) of `ok` trials only; failures
 //    feed the FeasibilityModel instead (no penalty imputation, SEARCH-NOTES).
 //  - Acquisition: log EI (Ament et al. 2023) + log P(feasible), scored on every
@@ -21,12 +23,13 @@
 
 #include "search/feasibility.hpp"
 #include "search/gp/gaussian_process.hpp"
+#include "search/initial_design.hpp"
 #include "search/strategies.hpp"
 
 namespace autotune {
 namespace {
 
-constexpr double kMinFeasible = 0.02;   // candidates below this are dropped while others remain
+constexpr double kMinFeasible = 0.02;  // candidates below this are dropped while others remain
 constexpr int kRandomCandidates = 2000;  // when the space cannot be listed
 
 class BoStrategy final : public StrategyBase {
@@ -35,8 +38,7 @@ class BoStrategy final : public StrategyBase {
       : StrategyBase(ctx),
         m_feasibility(m_space, ctx.vram_limit_bytes, ctx.ram_limit_bytes),
         m_gp(groups(m_space)) {
-    const int d = static_cast<int>(m_space.dims());
-    m_initial = ctx.budget > 0 ? std::max(4, std::min(d + 1, ctx.budget / 4)) : d + 1;
+    m_initial = initial_design_size(m_space, ctx.budget);
   }
   std::string_view name() const override { return "bo"; }
 
@@ -60,14 +62,20 @@ class BoStrategy final : public StrategyBase {
 
   std::optional<Config> propose() override {
     if (m_dirty) {
-      m_feasibility.update(history(), m_rng);
+      m_feasibility.update(history());
       m_dirty = false;
     }
     std::vector<const Observation*> ok;
     for (const auto& o : history())
       if (o.outcome.ok() && o.outcome.throughput > 0) ok.push_back(&o);
     const std::size_t asked = history().size() + pending().size();
-    if (asked < static_cast<std::size_t>(m_initial) || ok.size() < 2) return space_filling();
+    if (asked < static_cast<std::size_t>(m_initial)) {
+      if (auto c = design_point()) return c;
+      return space_filling();
+    }
+    // Two points give the GP's hyperparameters nothing to fit: its EI then
+    // piles on a corner. Keep filling the space until a third one runs.
+    if (ok.size() < 3) return space_filling();
     if (!fit(ok)) return space_filling();
     return best_candidate(ok);
   }
@@ -156,12 +164,8 @@ class BoStrategy final : public StrategyBase {
     while (done < n && !(best_plausible >= lei[order[done]])) {
       const std::size_t end = std::min(n, done + kChunk);
       std::vector<const Config*> part;
-      Eigen::MatrixXd xp(static_cast<Eigen::Index>(end - done), x.cols());
-      for (std::size_t j = done; j < end; ++j) {
-        part.push_back(cs[order[j]]);
-        xp.row(static_cast<Eigen::Index>(j - done)) = x.row(static_cast<Eigen::Index>(order[j]));
-      }
-      const Eigen::VectorXd pf = m_feasibility.probability(part, xp);
+      for (std::size_t j = done; j < end; ++j) part.push_back(cs[order[j]]);
+      const Eigen::VectorXd pf = m_feasibility.probability(part);
       for (std::size_t j = done; j < end; ++j) {
         const std::size_t i = order[j];
         p[i] = pf[static_cast<Eigen::Index>(j - done)];
@@ -222,6 +226,29 @@ class BoStrategy final : public StrategyBase {
     return current;
   }
 
+  // The next point of the spread design, laid out on first use around what
+  // was already asked (the baseline); a point the feasibility model has
+  // since ruled out moves to the nearest one it has not.
+  std::optional<Config> design_point() {
+    auto usable = [this](const Config& c) {
+      return !was_asked(c) && m_feasibility.probability(c) >= kMinFeasible;
+    };
+    if (!m_design_made) {
+      m_design_made = true;
+      std::vector<Config> taken;
+      for (const auto& o : history()) taken.push_back(o.config);
+      for (const auto& c : pending()) taken.push_back(c);
+      const int n = m_initial - static_cast<int>(taken.size());
+      const auto& all = valid_configs();
+      m_design = spread_design(m_space, n, taken, m_rng, usable, all ? &*all : nullptr);
+    }
+    while (m_next_design < m_design.size()) {
+      const Config c = m_design[m_next_design++];
+      if (usable(c)) return c;
+    }
+    return std::nullopt;
+  }
+
   // Best-of-k maximin over random valid unasked configurations, preferring
   // those the feasibility model does not rule out.
   std::optional<Config> space_filling() {
@@ -236,8 +263,7 @@ class BoStrategy final : public StrategyBase {
       double dmin = taken.empty() ? 1.0 : std::numeric_limits<double>::infinity();
       const Eigen::VectorXd e = m_space.encode(*c);
       for (const auto& t : taken) dmin = std::min(dmin, (e - t).squaredNorm());
-      Eigen::MatrixXd x = e.transpose();
-      const double p = m_feasibility.probability({&*c}, x)[0];
+      const double p = m_feasibility.probability(*c);
       const double score = std::sqrt(dmin) * (p < kMinFeasible ? 1e-3 : p);
       if (score > best_score) {
         best_score = score;
@@ -251,6 +277,9 @@ class BoStrategy final : public StrategyBase {
   gp::GaussianProcess m_gp;
   int m_initial = 4;
   bool m_dirty = true;
+  bool m_design_made = false;
+  std::vector<Config> m_design;
+  std::size_t m_next_design = 0;
   mutable std::map<Config, Eigen::VectorXd> m_encoding_cache;
 };
 

@@ -1,243 +1,408 @@
 #include "search/feasibility.hpp"
 
+#include <algorithm>
+#include <bit>
+#include <cstdint>
+#include <cctype>
 #include <cmath>
+#include <limits>
+#include <map>
 
 namespace autotune {
 namespace {
 
-// Device memory of the numeric formats relative to each other (fp32 and tf32
-// keep FP32 tensors; tf32 only changes the matmul unit, so it is never more).
-double precision_rank(const Value& v) {
-  if (!is_string(v)) return std::nan("");
-  const auto& s = std::get<std::string>(v);
-  if (s == "fp32") return 3.0;
-  if (s == "tf32") return 2.0;
-  if (s == "fp16" || s == "bf16") return 1.0;
-  return std::nan("");
-}
+constexpr double kInf = std::numeric_limits<double>::infinity();
+constexpr double kTie = 1e-12;
 
-// Where a memory failure is put: somewhere over the limit (we only know it was
-// over). Too close to the limit leaves P(fits) near 1/2 around known failures.
-constexpr double kCensoredMargin = 0.3;
-// Ridge on the linear trend of log(bytes); very large = no trend.
-constexpr double kTrendRidge = 1e9;
+bool uses(const KnobMemory& k, MemoryKind kind) { return kind == MemoryKind::device ? k.device() : k.host(); }
+
+// The message names the value as a word of its own ("bf16 is not supported"
+// names bf16; "bf16-mixed" does not name fp16).
+bool names_value(const std::string& message, const std::string& value) {
+  if (value.empty()) return false;
+  auto word = [](char ch) { return std::isalnum(static_cast<unsigned char>(ch)) || ch == '_'; };
+  for (std::size_t at = message.find(value); at != std::string::npos; at = message.find(value, at + 1)) {
+    const bool left = at == 0 || !word(message[at - 1]);
+    const std::size_t end = at + value.size();
+    const bool right = end == message.size() || !word(message[end]);
+    if (left && right) return true;
+  }
+  return false;
+}
 
 double normal_cdf(double z) { return 0.5 * std::erfc(-z / 1.4142135623730951); }
 
+constexpr double kGoodFit = 0.15;     // relative rms error under which the bytes model is trusted
+constexpr double kMinSpread = 0.03;   // floor on the fit's log spread: extrapolation is never exact
+constexpr int kMinMeasured = 3;
+constexpr int kMaxDegree = 4;         // knobs multiplied in one term of the bytes model
+constexpr double kReach = 0.2;        // in memory coordinates (a fifth of a knob's range)
+
 }  // namespace
 
-FeasibilityModel::FeasibilityModel(const SearchSpace& space, double vram_limit, double ram_limit)
-    : m_space(space) {
-  static const char* const kGrowing[] = {"batch_size", "num_workers", "prefetch_factor", "pin_memory"};
-  for (const auto& p : space.params()) {
-    std::vector<double> rank;
-    bool memory = false;
-    for (const char* n : kGrowing) memory = memory || p.name == n;
-    if (memory) {
-      for (const auto& v : p.values) rank.push_back(to_number(v));
-    } else if (p.name == "precision") {
-      memory = true;
-      for (const auto& v : p.values) rank.push_back(precision_rank(v));
-    }
-    for (double r : rank) memory = memory && std::isfinite(r);
-    m_is_memory.push_back(memory);
-    // Accumulation repeats the same micro-batch: it does not grow memory.
-    m_is_neutral.push_back(p.name == "grad_accum");
-    m_rank.push_back(memory ? rank : std::vector<double>{});
+std::optional<MemoryKind> memory_failure_kind(const Outcome& o, double vram_limit, double ram_limit) {
+  if (o.status == Status::oom) return MemoryKind::device;
+  if (o.status == Status::host_oom) return MemoryKind::host;
+  if (o.status == Status::invalid) {
+    // Measured but over a limit: whichever memory it measured over; the
+    // runner's own check is on host memory, so that when unsure.
+    const auto vram = o.metric("vram_bytes");
+    const auto ram = o.metric("ram_bytes");
+    const bool over_vram = vram && vram_limit > 0 && *vram > vram_limit;
+    const bool over_ram = ram && ram_limit > 0 && *ram > ram_limit;
+    return over_vram && !over_ram ? MemoryKind::device : MemoryKind::host;
   }
-  if (vram_limit > 0) m_memory.push_back({"vram_bytes", std::log(vram_limit), {}, std::nullopt});
-  if (ram_limit > 0) m_memory.push_back({"ram_bytes", std::log(ram_limit), {}, std::nullopt});
+  return std::nullopt;
 }
 
-bool FeasibilityModel::uses_at_least(const Config& c, const Config& f) const {
-  for (std::size_t d = 0; d < c.size(); ++d) {
-    if (m_is_memory[d]) {
-      if (m_rank[d][static_cast<std::size_t>(c[d])] < m_rank[d][static_cast<std::size_t>(f[d])])
-        return false;
-    } else if (!m_is_neutral[d] && c[d] != f[d]) {
+FeasibilityModel::FeasibilityModel(const SearchSpace& space, double vram_limit, double ram_limit)
+    : m_space(space), m_knobs(knob_memory(space)), m_limit{vram_limit, ram_limit} {
+  for (std::size_t d = 0; d < space.dims(); ++d) {
+    const Parameter& p = space.param(d);
+    const auto& size = m_knobs[d].size;
+    std::vector<double> z(p.values.size(), std::nan(""));
+    if (p.scale != Scale::categorical) {
+      for (std::size_t k = 0; k < z.size(); ++k) z[k] = space.position(d, static_cast<int>(k));
+    } else {
+      // By log size when every placed size is positive (precision by bytes
+      // per element), else by the listed order.
+      double lo = kInf, hi = -kInf;
+      bool positive = true;
+      for (double s : size)
+        if (std::isfinite(s)) lo = std::min(lo, s), hi = std::max(hi, s), positive = positive && s > 0;
+      for (std::size_t k = 0; k < z.size(); ++k) {
+        if (!std::isfinite(size[k])) continue;
+        if (hi <= lo) z[k] = 0.5;
+        else if (positive) z[k] = (std::log(size[k]) - std::log(lo)) / (std::log(hi) - std::log(lo));
+        else z[k] = (size[k] - lo) / (hi - lo);
+      }
+    }
+    m_coord.push_back(std::move(z));
+  }
+  set_relevance(m_memory[0], MemoryKind::device, 0);
+  set_relevance(m_memory[1], MemoryKind::host, 0);
+  m_excluded.assign(space.dims(), {});
+  for (std::size_t d = 0; d < space.dims(); ++d) m_excluded[d].assign(space.param(d).values.size(), false);
+}
+
+// level 0: the knob table; 1: every knob that is not neutral, ordered where
+// it grows some memory; 2: exact matches only.
+void FeasibilityModel::set_relevance(Memory& m, MemoryKind kind, int level) const {
+  m.widened = level;
+  m.relevance.assign(m_space.dims(), kIgnore);
+  for (std::size_t d = 0; d < m_space.dims(); ++d) {
+    const KnobMemory& k = m_knobs[d];
+    if (level >= 2) m.relevance[d] = k.use == MemoryUse::none ? kIgnore : kEqual;
+    else if (k.use == MemoryUse::none) m.relevance[d] = kIgnore;
+    else if (k.use == MemoryUse::unknown) m.relevance[d] = kEqual;
+    else if (uses(k, kind) || level == 1) m.relevance[d] = kOrdered;
+    else m.relevance[d] = kIgnore;
+  }
+}
+
+// A parameter's size for the bytes model: its numeric value (precision by
+// bytes per element, a declared categorical by position), 0 where it means
+// nothing (prefetch without workers).
+double FeasibilityModel::size(std::size_t d, const Config& c) const {
+  if (const auto& np = m_knobs[d].needs_positive)
+    if (to_number(m_space.param(*np).values[static_cast<std::size_t>(c[*np])]) <= 0) return 0.0;
+  const double s = m_knobs[d].size[static_cast<std::size_t>(c[d])];
+  return std::isfinite(s) ? std::max(0.0, s) : 0.0;
+}
+
+double FeasibilityModel::predicted_bytes(const Memory& m, const Config& c) const {
+  double y = 0.0;
+  for (std::size_t t = 0; t < m.terms.size(); ++t) {
+    if (m.coef[t] == 0.0) continue;
+    double x = m.coef[t];
+    for (std::size_t d : m.terms[t]) x *= size(d, c);
+    y += x;
+  }
+  return y;
+}
+
+// Non-negative least squares on relative errors, by projected coordinate
+// descent (Eigen has no NNLS): columns are the terms at each measured
+// configuration divided by its bytes, the target is 1.
+void FeasibilityModel::fit_bytes(Memory& m, MemoryKind kind, const std::vector<Observation>& history) const {
+  m.coef.clear();
+  m.terms.clear();
+  if (m.widened >= 2) return;
+  const char* metric = kind == MemoryKind::device ? "vram_bytes" : "ram_bytes";
+  std::vector<const Observation*> measured;
+  for (const auto& o : history)
+    if (o.outcome.ok())
+      if (auto b = o.outcome.metric(metric); b && *b > 0) measured.push_back(&o);
+  const double limit = m_limit[static_cast<std::size_t>(kind)];
+  if (static_cast<int>(measured.size()) < kMinMeasured || (m.failed.empty() && limit <= 0)) return;
+  // Terms: every product of up to kMaxDegree knobs that grow this memory
+  // (pinned queue buffers: workers x prefetch x batch x pinning).
+  std::vector<std::size_t> dims;
+  for (std::size_t d = 0; d < m_space.dims(); ++d)
+    if (m.relevance[d] == kOrdered) dims.push_back(d);
+  for (std::uint32_t mask = 0; mask < (1u << std::min<std::size_t>(dims.size(), 16)); ++mask) {
+    if (std::popcount(mask) > kMaxDegree) continue;
+    std::vector<std::size_t> term;
+    for (std::size_t i = 0; i < dims.size(); ++i)
+      if (mask & (1u << i)) term.push_back(dims[i]);
+    m.terms.push_back(std::move(term));
+  }
+  const auto n = static_cast<Eigen::Index>(measured.size());
+  const auto nt = static_cast<Eigen::Index>(m.terms.size());
+  Eigen::MatrixXd a(n, nt);
+  for (Eigen::Index i = 0; i < n; ++i) {
+    const Config& c = measured[static_cast<std::size_t>(i)]->config;
+    const double y = *measured[static_cast<std::size_t>(i)]->outcome.metric(metric);
+    for (Eigen::Index t = 0; t < nt; ++t) {
+      double x = 1.0;
+      for (std::size_t d : m.terms[static_cast<std::size_t>(t)]) x *= size(d, c);
+      a(i, t) = x / y;
+    }
+  }
+  const Eigen::VectorXd norm2 = a.colwise().squaredNorm();
+  Eigen::VectorXd c = Eigen::VectorXd::Zero(nt);
+  Eigen::VectorXd r = Eigen::VectorXd::Ones(n);  // 1 - a c
+  for (int sweep = 0; sweep < 300; ++sweep) {
+    double moved = 0.0;
+    for (Eigen::Index t = 0; t < nt; ++t) {
+      if (norm2[t] <= 0) continue;
+      // A light ridge keeps unidentified terms near 0.
+      const double ridge = 1e-6 * norm2[t];
+      const double next = std::max(0.0, (c[t] * norm2[t] + a.col(t).dot(r)) / (norm2[t] + ridge));
+      const double delta = next - c[t];
+      if (delta != 0.0) {
+        r -= delta * a.col(t);
+        c[t] = next;
+        moved = std::max(moved, std::abs(delta) * std::sqrt(norm2[t]));
+      }
+    }
+    if (moved < 1e-9) break;
+  }
+  if (!c.allFinite()) return;
+  const double rms = std::sqrt(r.squaredNorm() / static_cast<double>(n));
+  if (!(rms < kGoodFit)) return;
+  m.coef.assign(c.data(), c.data() + nt);
+  // The capacity: what ran fits, what failed did not.
+  double most_ran = 0.0;
+  for (const auto* o : measured) most_ran = std::max(most_ran, *o->outcome.metric(metric));
+  // A fit that puts a failure well below what ran has the shape wrong (too
+  // few points for its terms): no bytes model then. Within the fit's own
+  // error of it, the capacity is simply where the two meet.
+  const double fit_sd = std::max(kMinSpread, rms);
+  double least_failed = std::numeric_limits<double>::infinity();
+  for (const auto& f : m.failed) least_failed = std::min(least_failed, predicted_bytes(m, f));
+  if (least_failed < most_ran * std::exp(-2.0 * fit_sd)) {
+    m.coef.clear();
+    return;
+  }
+  least_failed = std::max(least_failed, most_ran);
+  double capacity = limit > 0 ? limit : 0.0;
+  double capacity_range = 0.0;  // in log: where between what ran and what failed
+  if (std::isfinite(least_failed) && (capacity <= 0 || least_failed < capacity)) {
+    capacity = std::sqrt(most_ran * least_failed);
+    capacity_range = std::log(least_failed / most_ran);
+  }
+  if (!(capacity > 0)) {
+    m.coef.clear();
+    return;
+  }
+  m.log_capacity = std::log(capacity);
+  // The fit's own error and the capacity's: the interval between the most
+  // that ran and the least that failed read as +-2 sd.
+  m.log_sd = std::sqrt(fit_sd * fit_sd + 0.0625 * capacity_range * capacity_range);
+}
+
+double FeasibilityModel::coord(std::size_t d, const Config& c) const {
+  if (const auto& np = m_knobs[d].needs_positive)
+    if (to_number(m_space.param(*np).values[static_cast<std::size_t>(c[*np])]) <= 0) return 0.0;
+  return m_coord[d][static_cast<std::size_t>(c[d])];
+}
+
+bool FeasibilityModel::at_least(const Memory& m, const Config& a, const Config& b) const {
+  for (std::size_t d = 0; d < a.size(); ++d) {
+    if (m.relevance[d] == kIgnore) continue;
+    if (m.relevance[d] == kEqual) {
+      if (a[d] != b[d]) return false;
+      continue;
+    }
+    const double za = coord(d, a), zb = coord(d, b);
+    if (std::isnan(za) || std::isnan(zb)) {
+      if (a[d] != b[d]) return false;
+    } else if (za < zb - kTie) {
       return false;
     }
   }
   return true;
 }
 
+double FeasibilityModel::gap(const Memory& m, const Config& from, const Config& to) const {
+  double g = 0.0;
+  for (std::size_t d = 0; d < from.size(); ++d) {
+    if (m.relevance[d] == kIgnore) continue;
+    if (m.relevance[d] == kEqual) {
+      if (from[d] != to[d]) return kInf;
+      continue;
+    }
+    const double zf = coord(d, from), zt = coord(d, to);
+    if (std::isnan(zf) || std::isnan(zt)) {
+      if (from[d] != to[d]) return kInf;
+      continue;
+    }
+    const double up = zt - zf;
+    if (up > 0) g += up * up;
+  }
+  return std::sqrt(g);
+}
+
+void FeasibilityModel::update(const std::vector<Observation>& history) {
+  m_ran.clear();
+  for (auto& m : m_memory) m.failed.clear();
+  for (const auto& o : history) {
+    if (o.outcome.ok()) m_ran.push_back(o.config);
+    else if (auto kind = memory_failure_kind(o.outcome, m_limit[0], m_limit[1]))
+      m_memory[static_cast<std::size_t>(*kind)].failed.push_back(o.config);
+  }
+  // The table's story must agree with what ran: a success that uses at
+  // least as much of this memory as a failure says some other knob matters.
+  for (std::size_t k = 0; k < m_memory.size(); ++k) {
+    Memory& m = m_memory[k];
+    for (int level = 0; level <= 2; ++level) {
+      set_relevance(m, static_cast<MemoryKind>(k), level);
+      bool contradicted = false;
+      for (const auto& f : m.failed) {
+        for (const auto& s : m_ran)
+          if (at_least(m, s, f)) {
+            contradicted = true;
+            break;
+          }
+        if (contradicted) break;
+      }
+      if (!contradicted) break;
+    }
+    fit_bytes(m, static_cast<MemoryKind>(k), history);
+  }
+
+  // Attribution of errors to categorical values.
+  for (std::size_t d = 0; d < m_space.dims(); ++d) {
+    const Parameter& p = m_space.param(d);
+    const bool categorical = p.scale == Scale::categorical || is_bool(p.values[0]);
+    const std::size_t n = p.values.size();
+    m_excluded[d].assign(n, false);
+    if (!categorical) continue;
+    std::vector<bool> ran(n, false);
+    // message -> per value, how many errors carried it
+    std::map<std::string, std::vector<int>> messages;
+    for (const auto& o : history) {
+      const auto v = static_cast<std::size_t>(o.config[d]);
+      if (o.outcome.ok()) ran[v] = true;
+      if (o.outcome.status != Status::error && o.outcome.status != Status::crash) continue;
+      auto& count = messages[o.outcome.reason];
+      count.resize(n, 0);
+      ++count[v];
+    }
+    for (const auto& [message, count] : messages) {
+      std::size_t values_with_it = 0, value = 0;
+      for (std::size_t v = 0; v < n; ++v)
+        if (count[v] > 0) ++values_with_it, value = v;
+      if (values_with_it != 1 || ran[value] || message.empty()) continue;
+      const bool named = names_value(message, to_string(p.values[value]));
+      if (count[value] >= 2 || named) m_excluded[d][value] = true;
+    }
+  }
+}
+
+bool FeasibilityModel::excluded(std::size_t dim, int value) const {
+  return m_excluded[dim][static_cast<std::size_t>(value)];
+}
+
+bool FeasibilityModel::any_failures() const {
+  for (const auto& m : m_memory)
+    if (!m.failed.empty()) return true;
+  for (const auto& e : m_excluded)
+    for (bool x : e)
+      if (x) return true;
+  return false;
+}
+
+bool FeasibilityModel::depends_on(MemoryKind kind, std::size_t dim) const {
+  return m_memory[static_cast<std::size_t>(kind)].relevance[dim] != kIgnore;
+}
+
+double FeasibilityModel::probability(const Config& c, MemoryKind kind) const {
+  const Memory& m = m_memory[static_cast<std::size_t>(kind)];
+  if (!m.coef.empty()) {
+    for (const auto& f : m.failed)
+      if (at_least(m, c, f)) return 0.0;
+    for (const auto& s : m_ran)
+      if (at_least(m, s, c)) return 1.0;
+    const double y = predicted_bytes(m, c);
+    const double by_bytes = y > 0 ? normal_cdf((m.log_capacity - std::log(y)) / m.log_sd) : 1.0;
+    // The bytes model extrapolates from few points: it may lower the
+    // estimate of the cones below, never raise it.
+    return std::min(by_bytes, cone_probability(m, c));
+  }
+  return cone_probability(m, c);
+}
+
+double FeasibilityModel::cone_probability(const Memory& m, const Config& c) const {
+  if (m.failed.empty()) return 1.0;
+  double a = kInf;
+  for (const auto& f : m.failed) a = std::min(a, gap(m, c, f));
+  if (a <= kTie) return 0.0;
+  if (!std::isfinite(a)) return 1.0;  // no failure this configuration could reach
+  // Above the smallest configuration (the weakest evidence that it fits) or
+  // above something that ran.
+  double b = 0.0;
+  for (std::size_t d = 0; d < c.size(); ++d) {
+    if (m.relevance[d] != kOrdered) continue;
+    const double z = coord(d, c);
+    if (std::isfinite(z)) b += z * z;
+  }
+  b = std::sqrt(b);
+  for (const auto& s : m_ran) b = std::min(b, gap(m, s, c));
+  if (b <= kTie) return 1.0;
+  // A success vouches for its neighbourhood, not for the far side of the
+  // space: beyond kReach above it, only the nearness of failures counts.
+  b = std::min(b, kReach);
+  return a / (a + b);
+}
+
+double FeasibilityModel::probability(const Config& c) const {
+  for (std::size_t d = 0; d < c.size(); ++d)
+    if (excluded(d, c[d])) return 0.0;
+  return probability(c, MemoryKind::device) * probability(c, MemoryKind::host);
+}
+
+Eigen::VectorXd FeasibilityModel::probability(const std::vector<const Config*>& configs) const {
+  Eigen::VectorXd p(static_cast<Eigen::Index>(configs.size()));
+  for (std::size_t i = 0; i < configs.size(); ++i) p[static_cast<Eigen::Index>(i)] = probability(*configs[i]);
+  return p;
+}
+
 bool FeasibilityModel::known_infeasible(const Config& c) const {
-  for (std::size_t d = 0; d < m_unusable.size(); ++d)
-    if (!m_unusable[d].empty() && m_unusable[d][static_cast<std::size_t>(c[d])]) return true;
-  for (const auto& f : m_failed)
-    if (uses_at_least(c, f)) return true;
+  for (std::size_t d = 0; d < c.size(); ++d)
+    if (excluded(d, c[d])) return true;
+  for (const auto& m : m_memory)
+    for (const auto& f : m.failed)
+      if (at_least(m, c, f)) return true;
   return false;
 }
 
 bool FeasibilityModel::known_feasible(const Config& c) const {
-  for (const auto& s : m_fitted)
-    if (uses_at_least(s, c)) return true;
-  return false;
-}
-
-void FeasibilityModel::update(const std::vector<Observation>& history, std::mt19937_64& rng) {
-  m_failed.clear();
-  m_fitted.clear();
-  std::vector<Eigen::VectorXd> x;
-  std::vector<double> label;
-  for (const auto& o : history) {
-    const Status s = o.outcome.status;
-    const bool memory_failure = s == Status::oom || s == Status::host_oom || s == Status::invalid;
-    if (memory_failure) m_failed.push_back(o.config);
-    if (o.outcome.ok()) m_fitted.push_back(o.config);
-    // Every failure is evidence for the classifier: a configuration value
-    // that always errors (say a precision the workload cannot run) is as
-    // much to be avoided as one that runs out of memory.
-    x.push_back(m_space.encode(o.config));
-    label.push_back(o.outcome.ok() ? 1.0 : 0.0);
-  }
-  fit_logistic(x, label);
-
-  constexpr int kUnusableAfter = 2;
-  m_unusable.assign(m_space.dims(), {});
-  for (std::size_t d = 0; d < m_space.dims(); ++d) {
-    if (m_space.param(d).scale != Scale::categorical) continue;
-    const std::size_t n = m_space.param(d).values.size();
-    std::vector<int> ok(n, 0), broken(n, 0);
-    for (const auto& o : history) {
-      const auto k = static_cast<std::size_t>(o.config[d]);
-      if (o.outcome.ok()) ++ok[k];
-      else if (o.outcome.status == Status::error || o.outcome.status == Status::crash) ++broken[k];
-    }
-    m_unusable[d].assign(n, false);
-    for (std::size_t k = 0; k < n; ++k) m_unusable[d][k] = ok[k] == 0 && broken[k] >= kUnusableAfter;
-  }
-  if (!m_memory.empty()) {
-    fit_memory(m_memory[0], history,
-               m_memory[0].metric == "vram_bytes" ? std::initializer_list<Status>{Status::oom}
-                                                  : std::initializer_list<Status>{Status::host_oom, Status::invalid},
-               rng);
-    if (m_memory.size() > 1) fit_memory(m_memory[1], history, {Status::host_oom, Status::invalid}, rng);
-  }
-}
-
-void FeasibilityModel::fit_logistic(const std::vector<Eigen::VectorXd>& x, const std::vector<double>& label) {
-  m_logit_w.resize(0);
-  bool any_zero = false;
-  for (double l : label) any_zero = any_zero || l == 0.0;
-  if (!any_zero) return;  // nothing failed: no evidence of a boundary
-  const auto n = static_cast<Eigen::Index>(x.size());
-  const auto d = static_cast<Eigen::Index>(m_space.encoded_dims()) + 1;
-  Eigen::MatrixXd a(n, d);
-  Eigen::VectorXd y(n);
-  for (Eigen::Index i = 0; i < n; ++i) {
-    a(i, 0) = 1.0;
-    a.row(i).tail(d - 1) = x[static_cast<std::size_t>(i)].transpose();
-    y[i] = label[static_cast<std::size_t>(i)];
-  }
-  // Ridge on the weights (not the bias) keeps separable data finite.
-  constexpr double kRidge = 0.3;
-  Eigen::VectorXd w = Eigen::VectorXd::Zero(d);
-  for (int it = 0; it < 25; ++it) {
-    const Eigen::VectorXd p = ((-(a * w)).array().exp() + 1.0).inverse().matrix();
-    const Eigen::VectorXd s = (p.array() * (1.0 - p.array())).max(1e-9).matrix();
-    Eigen::VectorXd g = a.transpose() * (y - p);
-    Eigen::MatrixXd h = a.transpose() * s.asDiagonal() * a;
-    g.tail(d - 1) -= kRidge * w.tail(d - 1);
-    h.diagonal().tail(d - 1).array() += kRidge;
-    h(0, 0) += 1e-6;
-    const Eigen::VectorXd step = h.ldlt().solve(g);
-    if (!step.allFinite()) break;
-    w += step;
-    if (step.norm() < 1e-8) break;
-  }
-  if (w.allFinite()) m_logit_w = w;
-}
-
-void FeasibilityModel::fit_memory(MemoryModel& m, const std::vector<Observation>& history,
-                                  std::initializer_list<Status> over_limit, std::mt19937_64& rng) {
-  // Keep the last fit's hyperparameters as the next start.
-  std::optional<gp::GaussianProcess> previous = std::move(m.gp);
-  m.gp.reset();
-  std::vector<Eigen::VectorXd> xs;
-  std::vector<double> ys;
-  int measured = 0;
-  for (const auto& o : history) {
-    if (o.outcome.ok()) {
-      if (auto b = o.outcome.metric(m.metric); b && *b > 0) {
-        xs.push_back(m_space.encode(o.config));
-        ys.push_back(std::log(*b));
-        ++measured;
-      }
-      continue;
-    }
-    for (Status s : over_limit)
-      if (o.outcome.status == s) {
-        // Censored: we only know it was over; put it a little over the limit.
-        xs.push_back(m_space.encode(o.config));
-        ys.push_back(m.log_limit + kCensoredMargin);
-      }
-  }
-  if (measured < 3) return;
-  const auto n = static_cast<Eigen::Index>(xs.size());
-  const auto d = static_cast<Eigen::Index>(m_space.encoded_dims()) + 1;
-  Eigen::MatrixXd a(n, d);
-  for (Eigen::Index i = 0; i < n; ++i) {
-    a(i, 0) = 1.0;
-    a.row(i).tail(d - 1) = xs[static_cast<std::size_t>(i)].transpose();
-  }
-  Eigen::VectorXd target = Eigen::Map<const Eigen::VectorXd>(ys.data(), n);
-  Eigen::MatrixXd h = a.transpose() * a;
-  h.diagonal().tail(d - 1).array() += kTrendRidge;
-  h(0, 0) += 1e-9;
-  m.trend = h.ldlt().solve(a.transpose() * target);
-  if (!m.trend.allFinite()) m.trend = Eigen::VectorXd::Zero(d);
-  const Eigen::VectorXd residual = target - a * m.trend;
-  for (Eigen::Index i = 0; i < n; ++i) ys[static_cast<std::size_t>(i)] = residual[i];
-  std::vector<int> groups(m_space.encoded_owner().begin(), m_space.encoded_owner().end());
-  // Refitting hyperparameters each step costs O(n^3) per evaluation; with
-  // many points they move little, so refit only when the data grew by 10%,
-  // from scratch (starting from the previous optimum measured worse).
-  const bool refit = !previous || xs.size() < 30 || xs.size() >= m.fitted_size + m.fitted_size / 10;
-  gp::GaussianProcess g = refit ? gp::GaussianProcess(groups) : std::move(*previous);
-  Eigen::MatrixXd x(static_cast<Eigen::Index>(xs.size()), static_cast<Eigen::Index>(m_space.encoded_dims()));
-  Eigen::VectorXd y(static_cast<Eigen::Index>(ys.size()));
-  for (std::size_t i = 0; i < xs.size(); ++i) {
-    x.row(static_cast<Eigen::Index>(i)) = xs[i].transpose();
-    y[static_cast<Eigen::Index>(i)] = ys[i];
-  }
-  g.set_data(x, y);
-  gp::FitOptions fo;
-  fo.random_starts = 0;
-  fo.max_evaluations = 40;
-  if (refit ? g.fit(rng, fo) : g.condition()) {
-    if (refit) m.fitted_size = xs.size();
-    m.gp = std::move(g);
-  }
-}
-
-Eigen::VectorXd FeasibilityModel::probability(const std::vector<const Config*>& configs,
-                                              const Eigen::MatrixXd& x) const {
-  const auto n = static_cast<Eigen::Index>(configs.size());
-  Eigen::VectorXd p = Eigen::VectorXd::Ones(n);
-  bool have_memory_model = false;
+  for (std::size_t d = 0; d < c.size(); ++d)
+    if (excluded(d, c[d])) return false;
   for (const auto& m : m_memory) {
-    if (!m.gp) continue;
-    have_memory_model = true;
-    Eigen::VectorXd mean, var;
-    m.gp->predict(x, mean, var);
-    mean += ((x * m.trend.tail(m.trend.size() - 1)).array() + m.trend[0]).matrix();
-    const double noise = m.gp->noise_variance();
-    for (Eigen::Index i = 0; i < n; ++i)
-      p[i] *= normal_cdf((m.log_limit - mean[i]) / std::sqrt(var[i] + noise));
+    if (m.failed.empty()) continue;
+    bool below = false;
+    for (const auto& s : m_ran)
+      if (at_least(m, s, c)) {
+        below = true;
+        break;
+      }
+    if (!below) return false;
   }
-  if (!have_memory_model && m_logit_w.size() > 0) {
-    const Eigen::VectorXd z = (x * m_logit_w.tail(m_logit_w.size() - 1)).array() + m_logit_w[0];
-    p = z.array().unaryExpr([](double t) { return 1.0 / (1.0 + std::exp(-t)); }).matrix();
-  }
-  for (Eigen::Index i = 0; i < n; ++i) {
-    const Config& c = *configs[static_cast<std::size_t>(i)];
-    if (known_infeasible(c))
-      p[i] = 0.0;
-    else if (known_feasible(c))
-      p[i] = 1.0;
-  }
-  return p;
+  return true;
 }
 
 }  // namespace autotune
+

@@ -1,75 +1,117 @@
 #pragma once
-// Feasibility of configurations before they are run, learned from outcomes.
+// Feasibility of configurations before they are run, learned from outcomes
+// (issue 12). One model per failure kind, each monotone in the knobs that
+// grow that memory and blind to the others:
 //
-// Three sources, strongest first:
-//  1. Monotone memory structure (SEARCH-NOTES): a configuration that uses at
-//     least as much memory as one that failed for memory (oom, host_oom,
-//     invalid) is infeasible; one that uses at most as much as one that ran
-//     is feasible. "At least as much" = every memory-growing parameter
-//     (batch_size, num_workers, prefetch_factor, pin_memory, precision with
-//     fp32 >= tf32 >= fp16 = bf16) at least as large, grad_accum anything
-//     (it repeats the same micro-batch), every other parameter equal.
-//  2. Measured memory: when the context gives a vram (ram) limit and trials
-//     report vram_bytes (ram_bytes), a GP on log(bytes) predicts
-//     P(bytes < limit); memory failures enter as points over the limit. A
-//     ridge-regularised linear trend in the encoding comes first (memory is
-//     close to linear in log batch size), so the GP extrapolates sensibly
-//     towards batch sizes it has not seen.
-//  3. Otherwise a ridge-regularised logistic regression on the encoding
-//     (ok = 1, resource failure = 0).
-// Flaky failures (crash, error) say nothing about fit and are ignored.
+//  - device (`oom`): the knobs the knob table (search/knobs.hpp) or the spec
+//    says grow device memory: batch_size, precision (by bytes per element),
+//    a user's `memory: device` knob. A device OOM teaches nothing about
+//    workers or prefetch.
+//  - host (`host_oom`, and `invalid` unless its vram_bytes is what was over):
+//    num_workers, prefetch_factor (meaningless, so smallest, at 0 workers),
+//    pin_memory, batch_size, a user's `memory: host` knob. Nothing about
+//    precision.
+//  - grad_accum and `memory: none` knobs are neutral; a knob nobody
+//    described must be equal for one configuration to teach about another.
+//
+// Each kind is read in memory coordinates z in [0,1]^d (a knob's position
+// in its domain, by log where the domain is log-scaled; precision by log
+// bytes per element). A configuration at least as large as a failure of
+// that kind in every relevant coordinate is infeasible; one at most as
+// large as a success is feasible (the monotone structure, SEARCH-NOTES).
+// In between, P(fits) = a / (a + b), where a is how far the configuration
+// must grow to reach the nearest failure's cone and b how far it sits above
+// the nearest success (or above the smallest configuration), capped at a
+// fifth of a range (a success vouches for its neighbourhood only): a monotone
+// nearest-neighbour classifier, so P shrinks towards known failures and
+// stays high away from them (a failure at 13 workers leaves 3 open).
+// Where trials report the memory (vram_bytes, ram_bytes), the bytes are
+// fitted as a sum of non-negative terms, each a product of up to four
+// relevant knobs' sizes (batch x workers x prefetch x pinning is how a
+// loader's pinned queue grows), so the fit is monotone too; against the capacity (the spec's
+// limit, or the geometric middle between the most that ran and the least
+// the fit puts on a failure, when not given) it gives P(fits) =
+// Phi(log(capacity / predicted) / spread). That may lower the cones'
+// estimate, never raise it: the fit extrapolates from few points. A fit
+// worse than 15% relative error, or one that puts a failure clearly below
+// what ran, is not used.
+// If the table's story is contradicted (a success at least as large as a
+// failure in the relevant knobs), that kind falls back to every non-neutral
+// knob, and then to nothing but exact matches.
+//
+// Errors and crashes never count as memory. A categorical value is excluded
+// only when its failures share a cause that points at it: the same error
+// message at least twice, or once when the message names the value, never
+// seen with another value of that knob, and the value never ran.
+#include <array>
 #include <optional>
-#include <random>
 #include <vector>
 
 #include <Eigen/Core>
 
-#include "search/gp/gaussian_process.hpp"
+#include "search/knobs.hpp"
 #include "search/space.hpp"
 #include "search/strategy.hpp"
 
 namespace autotune {
 
+enum class MemoryKind { device = 0, host = 1 };
+
+// Which memory a failed outcome ran out of; nullopt for other failures.
+std::optional<MemoryKind> memory_failure_kind(const Outcome& o, double vram_limit, double ram_limit);
+
 class FeasibilityModel {
  public:
   FeasibilityModel(const SearchSpace& space, double vram_limit, double ram_limit);
 
-  // Refit from the whole history (cheap: a few Newton steps and small GPs).
-  void update(const std::vector<Observation>& history, std::mt19937_64& rng);
+  // Refit from the whole history (cheap: no optimisation).
+  void update(const std::vector<Observation>& history);
 
-  // P(feasible) for each configuration; x holds their encodings as rows.
-  Eigen::VectorXd probability(const std::vector<const Config*>& configs, const Eigen::MatrixXd& x) const;
+  // P(the configuration runs): the product over memory kinds, 0 for an
+  // excluded categorical value.
+  double probability(const Config& c) const;
+  Eigen::VectorXd probability(const std::vector<const Config*>& configs) const;
+  double probability(const Config& c, MemoryKind kind) const;
 
-  // c uses at least as much memory as f (hard rule 1).
-  bool uses_at_least(const Config& c, const Config& f) const;
   bool known_infeasible(const Config& c) const;
   bool known_feasible(const Config& c) const;
-  bool any_failures() const { return !m_failed.empty(); }
+  bool excluded(std::size_t dim, int value) const;
+  bool any_failures() const;
+  // Whether kind's failures currently generalise along this parameter.
+  bool depends_on(MemoryKind kind, std::size_t dim) const;
 
  private:
-  struct MemoryModel {
-    std::string metric;
-    double log_limit = 0.0;
-    Eigen::VectorXd trend;  // [bias, encoded...]: ridge fit of log(bytes)
-    std::optional<gp::GaussianProcess> gp;  // on the residuals of the trend
-    std::size_t fitted_size = 0;            // points at the last hyperparameter fit
+  enum Relevance : unsigned char { kIgnore, kOrdered, kEqual };
+  struct Memory {
+    std::vector<unsigned char> relevance;  // per parameter
+    std::vector<Config> failed;
+    int widened = 0;
+    // The bytes model: terms (products of parameters' sizes), their
+    // coefficients (>= 0; empty = no model), capacity and spread in log.
+    std::vector<std::vector<std::size_t>> terms;
+    std::vector<double> coef;
+    double log_capacity = 0.0;
+    double log_sd = 0.0;
   };
-  void fit_logistic(const std::vector<Eigen::VectorXd>& x, const std::vector<double>& label);
-  void fit_memory(MemoryModel& m, const std::vector<Observation>& history,
-                  std::initializer_list<Status> over_limit, std::mt19937_64& rng);
+
+  double coord(std::size_t d, const Config& c) const;
+  bool at_least(const Memory& m, const Config& a, const Config& b) const;
+  // How far `from` must grow (in relevant coordinates) to use as much as
+  // `to`; +inf when a knob that must match does not.
+  double gap(const Memory& m, const Config& from, const Config& to) const;
+  void set_relevance(Memory& m, MemoryKind kind, int level) const;
+  void fit_bytes(Memory& m, MemoryKind kind, const std::vector<Observation>& history) const;
+  double predicted_bytes(const Memory& m, const Config& c) const;
+  double cone_probability(const Memory& m, const Config& c) const;
+  double size(std::size_t d, const Config& c) const;
 
   const SearchSpace& m_space;
-  std::vector<bool> m_is_memory;             // per parameter: ordered by memory use
-  std::vector<bool> m_is_neutral;            // per parameter: no effect on memory (grad_accum)
-  std::vector<std::vector<double>> m_rank;   // per parameter, per value
-  std::vector<Config> m_failed;              // memory failures
-  std::vector<Config> m_fitted;              // ran ok
-  // Per categorical parameter, per value: the workload cannot run it (it
-  // errored or crashed at least twice and never ran), e.g. a precision the
-  // cpu workload does not have.
-  std::vector<std::vector<bool>> m_unusable;
-  Eigen::VectorXd m_logit_w;                 // [bias, encoded...]; empty = no model
-  std::vector<MemoryModel> m_memory;
+  std::vector<KnobMemory> m_knobs;
+  std::vector<std::vector<double>> m_coord;  // per parameter, per value; NaN = cannot be placed
+  std::array<double, 2> m_limit{};           // bytes; 0 = not given
+  std::array<Memory, 2> m_memory;
+  std::vector<Config> m_ran;                  // ok outcomes
+  std::vector<std::vector<bool>> m_excluded;  // per parameter, per value
 };
 
 }  // namespace autotune

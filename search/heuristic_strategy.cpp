@@ -11,19 +11,22 @@
 // once. When the recipe is done the strategy has nothing more to propose.
 #include <algorithm>
 
+#include "search/knobs.hpp"
 #include "search/strategies.hpp"
 
 namespace autotune {
 namespace {
 
-constexpr const char* kRecipeOrder[] = {"batch_size",      "num_workers", "prefetch_factor",
-                                        "pin_memory",      "precision",   "grad_accum"};
-
 class HeuristicStrategy final : public StrategyBase {
  public:
   explicit HeuristicStrategy(const StrategyContext& ctx) : StrategyBase(ctx) {
-    for (const char* n : kRecipeOrder)
-      if (auto d = m_space.index_of(n)) m_order.push_back(*d);
+    // The recipe's order is the knob table's (search/knobs.hpp).
+    std::vector<const KnobInfo*> recipe;
+    for (const auto& k : knob_table()) recipe.push_back(&k);
+    std::stable_sort(recipe.begin(), recipe.end(),
+                     [](const KnobInfo* a, const KnobInfo* b) { return a->recipe_rank < b->recipe_rank; });
+    for (const KnobInfo* k : recipe)
+      if (auto d = m_space.index_of(k->name)) m_order.push_back(*d);
     for (std::size_t d = 0; d < m_space.dims(); ++d)
       if (std::find(m_order.begin(), m_order.end(), d) == m_order.end()) m_order.push_back(d);
   }

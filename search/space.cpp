@@ -15,6 +15,23 @@ std::string_view to_string(Scale s) {
   return "linear";
 }
 
+std::string_view to_string(MemoryUse m) {
+  switch (m) {
+    case MemoryUse::unknown: return "unknown";
+    case MemoryUse::none: return "none";
+    case MemoryUse::device: return "device";
+    case MemoryUse::host: return "host";
+    case MemoryUse::both: return "both";
+  }
+  return "unknown";
+}
+
+std::optional<MemoryUse> parse_memory_use(std::string_view s) {
+  for (MemoryUse m : {MemoryUse::none, MemoryUse::device, MemoryUse::host, MemoryUse::both})
+    if (s == to_string(m)) return m;
+  return std::nullopt;
+}
+
 SearchSpace::SearchSpace(std::vector<Parameter> params, std::vector<std::string> rules)
     : m_params(std::move(params)) {
   std::set<std::string> names;
@@ -158,6 +175,13 @@ Eigen::VectorXd SearchSpace::encode(const Config& c) const {
       x[col] = m_position[d][k];
   }
   return x;
+}
+
+double SearchSpace::position(std::size_t dim, int k) const {
+  const auto kk = static_cast<std::size_t>(k);
+  if (m_params[dim].scale != Scale::categorical) return m_position[dim][kk];
+  const std::size_t n = m_params[dim].values.size();
+  return n > 1 ? static_cast<double>(kk) / static_cast<double>(n - 1) : 0.5;
 }
 
 Assignment SearchSpace::to_assignment(const Config& c) const {

@@ -28,10 +28,24 @@ enum class Scale {
   categorical,  // no order: one-hot in the encoding
 };
 
+// Which memory a knob's value grows (DESIGN "What the knobs mean"). `unknown`
+// leaves it to the knob table (search/knobs.hpp) for the well-known names,
+// and to nothing for others; the spec may declare it (`memory:`).
+enum class MemoryUse {
+  unknown,  // not declared: the knob table decides, else no assumption
+  none,     // grows neither memory (grad_accum)
+  device,   // grows device memory
+  host,     // grows host memory
+  both,     // grows both (batch_size)
+};
+
 struct Parameter {
   std::string name;
   std::vector<Value> values;  // the ordered domain, never empty
   Scale scale = Scale::linear;
+  // Declared memory semantics; for an ordered domain memory grows with the
+  // value, for a categorical one in the order the values are listed.
+  MemoryUse memory = MemoryUse::unknown;
 };
 
 class SearchSpace {
@@ -74,6 +88,9 @@ class SearchSpace {
   // Column -> parameter index.
   const std::vector<std::size_t>& encoded_owner() const { return m_owner; }
   Eigen::VectorXd encode(const Config& c) const;
+  // Where value k of an ordered parameter sits in [0,1] (by value or log
+  // value, as in the encoding); for a categorical one, k / (n - 1).
+  double position(std::size_t dim, int k) const;
 
   Assignment to_assignment(const Config& c) const;
   // The configuration with these values; nullopt if a name is missing or a
@@ -97,5 +114,7 @@ class SearchSpace {
 };
 
 std::string_view to_string(Scale s);
+std::string_view to_string(MemoryUse m);
+std::optional<MemoryUse> parse_memory_use(std::string_view s);
 
 }  // namespace autotune

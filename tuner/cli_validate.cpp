@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "search/knobs.hpp"
 #include "tuner/cli.hpp"
 #include "tuner/cli_commands.hpp"
 #include "tuner/cli_common.hpp"
@@ -23,11 +24,14 @@ std::function<int()> add_validate_command(CLI::App& app) {
                                  ? " (" + s.workload.requested_kind + ")"
                                  : std::string());
     std::cout << "space:\n";
-    for (const auto& p : s.space.params()) {
+    // The memory each knob grows, as the search reads it (declared, or the knob table).
+    const auto memory = knob_memory(s.space);
+    for (std::size_t d = 0; d < s.space.dims(); ++d) {
+      const auto& p = s.space.param(d);
       std::string vals;
       for (const auto& v : p.values) vals += (vals.empty() ? "" : ", ") + to_string(v);
-      std::cout << fmt::format("  {:<16} {:>3} values, {:<11} [{}]\n", p.name, p.values.size(),
-                               std::string(to_string(p.scale)), vals);
+      std::cout << fmt::format("  {:<16} {:>3} values, {:<11} [{}]  memory: {}\n", p.name, p.values.size(),
+                               std::string(to_string(p.scale)), vals, std::string(to_string(memory[d].use)));
     }
     if (s.workload.kind == "cpu")
       if (auto d = s.space.index_of("precision"))

@@ -12,6 +12,8 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include "search/knobs.hpp"
+
 namespace autotune {
 namespace {
 
@@ -53,13 +55,15 @@ void emit_metrics(YAML::Emitter& e, const Outcome& o) {
 void emit_exports(YAML::Emitter& e, const Assignment& best) {
   const Value* bs = best.find("batch_size");
   const Value* workers = best.find("num_workers");
-  const Value* prefetch = best.find("prefetch_factor");
+  const Value* prefetch = best.find("prefetch_factor");  // reset below when it means nothing
   const Value* pin = best.find("pin_memory");
   const Value* precision = best.find("precision");
   const Value* accum = best.find("grad_accum");
   const std::string prec = precision ? to_string(*precision) : "";
-  // PyTorch refuses prefetch_factor when num_workers is 0.
+  // PyTorch refuses prefetch_factor when num_workers is 0: the knob table
+  // says when a knob means nothing.
   const bool has_workers = workers && to_number(*workers) > 0;
+  if (prefetch && !knob_is_active(best, "prefetch_factor")) prefetch = nullptr;
 
   // key: value, only for declared knobs.
   auto put = [&e](const char* key, const Value* v) {
@@ -73,7 +77,7 @@ void emit_exports(YAML::Emitter& e, const Assignment& best) {
   e << YAML::Key << "torch_dataloader" << YAML::Value << YAML::Flow << YAML::BeginMap;
   put("batch_size", bs);
   put("num_workers", workers);
-  if (prefetch && has_workers) put("prefetch_factor", prefetch);
+  put("prefetch_factor", prefetch);
   if (has_workers) e << YAML::Key << "persistent_workers" << YAML::Value << true;
   put("pin_memory", pin);
   e << YAML::EndMap;
@@ -82,7 +86,7 @@ void emit_exports(YAML::Emitter& e, const Assignment& best) {
   put("per_device_train_batch_size", bs);
   put("gradient_accumulation_steps", accum);
   put("dataloader_num_workers", workers);
-  if (prefetch && has_workers) put("dataloader_prefetch_factor", prefetch);
+  put("dataloader_prefetch_factor", prefetch);
   put("dataloader_pin_memory", pin);
   if (precision) {  // stated for fp32 too: `bf16: false` overrides a script's own default
     e << YAML::Key << "bf16" << YAML::Value << (prec == "bf16");

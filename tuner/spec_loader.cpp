@@ -19,6 +19,7 @@
 
 #include <fmt/format.h>
 
+#include "search/knobs.hpp"
 #include "search/strategy.hpp"
 #include "tuner/spec.hpp"
 
@@ -35,7 +36,9 @@ constexpr std::size_t kMaxListedValues = 16;      // values shown in an error me
 const std::vector<std::string> kTopKeys = {"workload", "space",    "constraints", "objective",
                                            "search",   "executor", "output"};
 const std::vector<std::string> kWorkloadGenericKeys = {"kind", "timeout", "repeats", "isolation"};
-const std::vector<std::string> kParamKeys = {"values", "range", "step", "log", "points", "pow2"};
+const std::vector<std::string> kParamKeys = {"values", "range", "step", "log", "points", "pow2", "memory"};
+// `memory:` on a parameter: which memory its value grows (search/knobs.hpp).
+const std::vector<std::string> kMemoryUses = {"device", "host", "both", "none"};
 const std::vector<std::string> kDomainForms = {"values", "range", "log", "pow2"};
 const std::vector<std::string> kConstraintKeys = {"vram", "ram", "rules"};
 const std::vector<std::string> kSearchKeys = {"strategy", "budget", "seed", "initial", "confirm", "parallel"};
@@ -264,6 +267,7 @@ class Loader {
   void read_space(const Entry& e);
   std::optional<Parameter> read_parameter(const Entry& e, const std::string& path);
   bool check_known_knob(const Parameter& param, const Entry& e, const std::string& path);
+  bool read_memory_use(const Entry& e, const std::string& path, Parameter& param);
   std::optional<std::vector<Value>> read_values(const YAML::Node& list, Loc at, const std::string& path,
                                                 Scale& scale);
   std::optional<std::pair<std::int64_t, std::int64_t>> read_bounds(const Entry& e, const std::string& path,
@@ -461,10 +465,26 @@ void Loader::read_space(const Entry& e) {
     }
     auto param = read_parameter(p, path);
     if (param && !check_known_knob(*param, p, path)) param.reset();
+    if (param && !read_memory_use(p, path, *param)) param.reset();
     if (param) m_params.push_back(std::move(*param));
     else ok = false;
   }
   m_space_ok = ok && m_params.size() == params.size();
+}
+
+// `memory: device | host | both | none` beside a parameter's domain: what the
+// feasibility model and the heuristic take its value to grow. False after a
+// located error.
+bool Loader::read_memory_use(const Entry& e, const std::string& path, Parameter& param) {
+  if (!e.value.IsMap()) return true;
+  for (auto it = e.value.begin(); it != e.value.end(); ++it) {
+    if (!it->first.IsScalar() || it->first.Scalar() != "memory") continue;
+    auto v = get_choice(it->second, loc_of(it->second, loc_of(it->first)), child(path, "memory"), kMemoryUses);
+    if (!v) return false;
+    param.memory = *parse_memory_use(*v);
+    return true;  // a duplicate key is read_map's error
+  }
+  return true;
 }
 
 std::optional<std::pair<std::int64_t, std::int64_t>> Loader::read_bounds(const Entry& e, const std::string& path,
@@ -608,28 +628,12 @@ std::optional<Parameter> Loader::read_parameter(const Entry& e, const std::strin
   return param;
 }
 
-// The well-known knobs' own domains (DESIGN, "What the knobs mean"): a
-// batch of -8 samples or a precision the tool cannot name is bad input, not
-// a trial to spend.
-struct KnobDomain {
-  std::string_view name;
-  enum { count, zero_or_more, boolean, precision } kind;
-  std::string_view what;
-};
-constexpr KnobDomain kKnobDomains[] = {
-    {"batch_size", KnobDomain::count, "samples per micro-batch"},
-    {"grad_accum", KnobDomain::count, "micro-batches per optimizer step"},
-    {"prefetch_factor", KnobDomain::count, "batches queued per worker"},
-    {"num_workers", KnobDomain::zero_or_more, "loader processes; 0 loads inline"},
-    {"pin_memory", KnobDomain::boolean, "page-locked staging buffers or not"},
-    {"precision", KnobDomain::precision, "the training precision"},
-};
-constexpr std::string_view kPrecisions[] = {"fp32", "tf32", "fp16", "bf16"};
-
+// The well-known knobs' own domains (search/knobs.hpp): a batch of -8
+// samples or a precision the tool cannot name is bad input, not a trial to
+// spend.
 bool Loader::check_known_knob(const Parameter& param, const Entry& e, const std::string& path) {
-  const auto* knob = std::find_if(std::begin(kKnobDomains), std::end(kKnobDomains),
-                                  [&](const KnobDomain& k) { return k.name == param.name; });
-  if (knob == std::end(kKnobDomains)) return true;
+  const KnobInfo* knob = find_knob(param.name);
+  if (!knob) return true;
   // Where value i was written: an item of the list, or the range's bounds.
   YAML::Node list = e.value;
   std::string lpath = path;
@@ -642,36 +646,17 @@ bool Loader::check_known_knob(const Parameter& param, const Entry& e, const std:
       }
   }
   const bool is_list = lpath == path || lpath == child(path, "values");
+  std::vector<std::string> precisions;
+  for (auto p : known_precisions()) precisions.emplace_back(p);
   bool ok = true;
   for (std::size_t i = 0; i < param.values.size(); ++i) {
-    const Value& v = param.values[i];
-    std::string expected;
-    bool fits = true;
-    switch (knob->kind) {
-      case KnobDomain::count:
-      case KnobDomain::zero_or_more: {
-        const std::int64_t min = knob->kind == KnobDomain::count ? 1 : 0;
-        const auto* n = std::get_if<std::int64_t>(&v);
-        fits = n && *n >= min;
-        expected = fmt::format("an integer >= {} ({}: {})", min, param.name, knob->what);
-        break;
-      }
-      case KnobDomain::boolean:
-        fits = std::holds_alternative<bool>(v);
-        expected = fmt::format("true or false ({}: {})", param.name, knob->what);
-        break;
-      case KnobDomain::precision: {
-        const auto* name = std::get_if<std::string>(&v);
-        fits = name && std::find(std::begin(kPrecisions), std::end(kPrecisions), *name) != std::end(kPrecisions);
-        expected = "one of fp32, tf32, fp16, bf16 (precision: the training precision)";
-        break;
-      }
-    }
-    if (fits) continue;
+    const std::string expected = knob_domain_violation(*knob, param.values[i]);
+    if (expected.empty()) continue;
     const std::size_t at = is_list ? i : 0;
     const YAML::Node n = list.IsSequence() && at < list.size() ? list[at] : list;
-    fail(loc_of(n, e.loc), list.IsSequence() ? item(lpath, at) : lpath, expected, quote(to_string(v)),
-         knob->kind == KnobDomain::precision ? did_you_mean(to_string(v), {"fp32", "tf32", "fp16", "bf16"}) : "");
+    const std::string found = to_string(param.values[i]);
+    fail(loc_of(n, e.loc), list.IsSequence() ? item(lpath, at) : lpath, expected, quote(found),
+         knob->domain == KnobDomain::precision ? did_you_mean(found, precisions) : "");
     ok = false;
     if (!is_list) break;  // a range reports its bound once
   }

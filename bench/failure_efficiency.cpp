@@ -1,0 +1,199 @@
+// Strategies on the failure-heavy landscapes of bench/failure_landscapes.hpp
+// (issue 12), and the same landscapes exported as tables for a peer tuner
+// (bench/optuna_peers.py).
+//
+// For each landscape x strategy x budget and each seed: ask/tell for `budget`
+// trials (in waves of --parallel asks before their tells), score recommend()'s
+// TRUE throughput as a fraction of the exhaustive optimum (0 when it
+// recommends nothing or something that fails). Prints median, 10th percentile
+// and minimum over seeds, failed trials, failed trials after the first third
+// of the budget (the initial design), and the mean time per ask.
+//
+// Usage: bench_failure_efficiency [--seeds 40] [--strategies bo,anneal,random]
+//          [--budgets 15,30] [--landscapes a,b] [--parallel 1] [--limits]
+//          [--no-memory-metrics] [--runs FILE.csv] [--export DIR] [--trace]
+// Trials report vram_bytes and ram_bytes (as the runner and the harness do)
+// unless --no-memory-metrics; the spec's limits reach the strategies only
+// with --limits (by default they must learn the capacity from failures).
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "bench/bench_util.hpp"
+#include "bench/failure_landscapes.hpp"
+#include "search/strategy.hpp"
+
+using namespace autotune;
+
+namespace {
+
+std::vector<std::string> split(const std::string& s) {
+  std::vector<std::string> out;
+  std::stringstream ss(s);
+  for (std::string item; std::getline(ss, item, ',');)
+    if (!item.empty()) out.push_back(item);
+  return out;
+}
+
+// The whole landscape as a table: one row per configuration, the parameters'
+// values, then status, noise-free throughput, memory and the failure reason.
+// A second file lists each parameter's domain in order (name,kind,values...).
+void export_table(const bench::FailureLandscape& land, const std::filesystem::path& dir) {
+  std::filesystem::create_directories(dir);
+  const SearchSpace space = land.space();
+  std::ofstream dom(dir / (land.name + ".space.csv"));
+  for (const auto& p : space.params()) {
+    dom << p.name << ',' << (p.scale == Scale::categorical || is_bool(p.values[0]) ? "categorical" : "ordered");
+    for (const auto& v : p.values) dom << ',' << to_string(v);
+    dom << '\n';
+  }
+  std::ofstream out(dir / (land.name + ".csv"));
+  for (const auto& p : space.params()) out << p.name << ',';
+  out << "status,throughput,vram_bytes,ram_bytes,reason\n";
+  const auto all = space.enumerate();
+  for (const auto& c : *all) {
+    const auto e = land.model(space, c);
+    for (std::size_t d = 0; d < c.size(); ++d) out << to_string(space.param(d).values[static_cast<std::size_t>(c[d])]) << ',';
+    out << to_string(e.status) << ',' << (e.status == Status::ok ? e.throughput : 0.0) << ','
+        << static_cast<long long>(e.vram_mb * 1048576.0) << ',' << static_cast<long long>(e.ram_mb * 1048576.0)
+        << ",\"" << e.reason << "\"\n";
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int seeds = 40;
+  std::vector<std::string> strategies = {"bo", "anneal", "random"};
+  std::vector<int> budgets = {15, 30};
+  std::vector<std::string> only;
+  int parallel = 1;
+  bool limits = false, metrics = true, trace = false;
+  std::string runs_path, export_dir;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    const bool more = i + 1 < argc;
+    if (a == "--seeds" && more) seeds = std::stoi(argv[++i]);
+    else if (a == "--strategies" && more) strategies = split(argv[++i]);
+    else if (a == "--budgets" && more) {
+      budgets.clear();
+      for (const auto& b : split(argv[++i])) budgets.push_back(std::stoi(b));
+    } else if (a == "--landscapes" && more) only = split(argv[++i]);
+    else if (a == "--parallel" && more) parallel = std::max(1, std::stoi(argv[++i]));
+    else if (a == "--limits") limits = true;
+    else if (a == "--no-memory-metrics") metrics = false;
+    else if (a == "--runs" && more) runs_path = argv[++i];
+    else if (a == "--export" && more) export_dir = argv[++i];
+    else if (a == "--trace") trace = true;
+    else {
+      std::fprintf(stderr, "unknown argument %s\n", a.c_str());
+      return 2;
+    }
+  }
+
+  if (!export_dir.empty()) {
+    for (const auto& land : bench::failure_landscapes())
+      if (only.empty() || std::find(only.begin(), only.end(), land.name) != only.end())
+        export_table(land, export_dir);
+    return 0;
+  }
+
+  std::ofstream runs;
+  if (!runs_path.empty()) {
+    runs.open(runs_path);
+    runs << "landscape,tool,budget,seed,fraction,failed,failed_after_design,ms_per_ask\n";
+  }
+  std::printf("machine: %s, %u hardware threads; %d seeds; parallel %d; memory metrics %s; limits %s\n",
+              bench::cpu_model().c_str(), std::thread::hardware_concurrency(), seeds, parallel,
+              metrics ? "reported" : "withheld", limits ? "given" : "withheld");
+  std::printf("%-13s %7s %-9s %6s %7s %7s %7s %7s %9s %8s\n", "landscape", "configs", "strategy", "budget", "median",
+              "p10", "min", "failed", "fail>1/3", "ms/ask");
+  for (const auto& land : bench::failure_landscapes()) {
+    if (!only.empty() && std::find(only.begin(), only.end(), land.name) == only.end()) continue;
+    const SearchSpace space = land.space();
+    const auto all = *space.enumerate();
+    double optimum = 0;
+    std::size_t failing = 0;
+    for (const auto& c : all) {
+      if (auto t = land.true_throughput(space, c)) optimum = std::max(optimum, *t);
+      else ++failing;
+    }
+    for (const auto& name : strategies) {
+      for (int budget : budgets) {
+        std::vector<double> fraction;
+        double failed = 0, failed_late = 0, late_trials = 0, ask_ms = 0;
+        int asks = 0;
+        for (int seed = 0; seed < seeds; ++seed) {
+          StrategyContext ctx;
+          ctx.space = &space;
+          ctx.seed = 1000 + static_cast<std::uint64_t>(seed);
+          ctx.budget = budget;
+          if (limits) {
+            ctx.vram_limit_bytes = land.vram_limit_mb * 1048576.0;
+            ctx.ram_limit_bytes = land.ram_limit_mb * 1048576.0;
+          }
+          auto strategy = make_strategy(name, ctx);
+          std::mt19937_64 noise(77 + static_cast<std::uint64_t>(seed));
+          int t = 0, run_failed = 0, run_late = 0;
+          double run_ms = 0;
+          int run_asks = 0;
+          while (t < budget) {
+            std::vector<Config> wave;
+            for (int k = 0; k < parallel && t + static_cast<int>(wave.size()) < budget; ++k) {
+              const auto t0 = std::chrono::steady_clock::now();
+              auto c = strategy->ask();
+              run_ms += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+              ++run_asks;
+              if (!c) break;
+              wave.push_back(*c);
+            }
+            if (wave.empty()) break;
+            for (const auto& c : wave) {
+              const Outcome o = land.measure(space, c, noise, metrics);
+              if (!o.ok()) {
+                ++run_failed;
+                if (t >= budget / 3) ++run_late;
+              }
+              if (trace) {
+                const auto tt = land.true_throughput(space, c);
+                std::printf("  seed %d trial %2d %-8s %.3f  %s\n", seed, t, std::string(to_string(o.status)).c_str(),
+                            tt ? *tt / optimum : 0.0, space.to_assignment(c).describe().c_str());
+              }
+              strategy->tell(c, o);
+              ++t;
+            }
+          }
+          const auto rec = strategy->recommend();
+          const auto tt = rec ? land.true_throughput(space, *rec) : std::nullopt;
+          const double f = tt ? *tt / optimum : 0.0;
+          fraction.push_back(f);
+          failed += run_failed;
+          failed_late += run_late;
+          late_trials += budget - budget / 3;
+          ask_ms += run_ms;
+          asks += run_asks;
+          if (trace)
+            std::printf("  seed %d recommends %.3f %s\n", seed, f, rec ? space.to_assignment(*rec).describe().c_str() : "-");
+          if (runs.is_open())
+            runs << land.name << ',' << name << (parallel > 1 ? "/p" + std::to_string(parallel) : "") << ','
+                 << budget << ',' << seed << ',' << f << ',' << run_failed << ',' << run_late << ','
+                 << run_ms / std::max(1, run_asks) << '\n';
+        }
+        std::printf("%-13s %7zu %-9s %6d %7.3f %7.3f %7.3f %7.2f %9.3f %8.2f\n", land.name.c_str(), all.size(),
+                    name.c_str(), budget, bench::quantile(fraction, 0.5), bench::quantile(fraction, 0.1),
+                    *std::min_element(fraction.begin(), fraction.end()), failed / seeds / budget,
+                    failed_late / late_trials, ask_ms / asks);
+        std::fflush(stdout);
+      }
+    }
+    std::printf("%-13s %zu of %zu configurations fail (%.0f%%)\n", land.name.c_str(), failing, all.size(),
+                100.0 * static_cast<double>(failing) / static_cast<double>(all.size()));
+  }
+  return 0;
+}

@@ -1,0 +1,133 @@
+#include "search/initial_design.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <numeric>
+#include <set>
+
+namespace autotune {
+
+int initial_design_size(const SearchSpace& space, int budget) {
+  const int d1 = static_cast<int>(space.dims()) + 1;
+  if (budget <= 0) return d1;
+  return std::max(2, std::min(d1, budget / 3));
+}
+
+namespace {
+
+constexpr double kShrink = 0.8;
+
+// A target in mixed form: a position in [0,1] for an ordered parameter, a
+// value index for a categorical one.
+using Target = std::vector<double>;
+
+double distance2(const SearchSpace& s, const Config& c, const Target& t) {
+  double r = 0;
+  for (std::size_t d = 0; d < s.dims(); ++d) {
+    if (s.param(d).scale == Scale::categorical) {
+      r += c[d] == static_cast<int>(t[d]) ? 0.0 : 1.0;
+    } else {
+      const double x = s.position(d, c[d]) - t[d];
+      r += x * x;
+    }
+  }
+  return r;
+}
+
+Config snap(const SearchSpace& s, const Target& t) {
+  Config c(s.dims());
+  for (std::size_t d = 0; d < s.dims(); ++d) {
+    if (s.param(d).scale == Scale::categorical) {
+      c[d] = static_cast<int>(t[d]);
+      continue;
+    }
+    // Nearest position; a tie goes to the one nearer the middle.
+    int best = 0;
+    for (int k = 1; k < static_cast<int>(s.param(d).values.size()); ++k) {
+      const double gk = std::abs(s.position(d, k) - t[d]), gb = std::abs(s.position(d, best) - t[d]);
+      if (gk < gb - 1e-9 ||
+          (gk < gb + 1e-9 && std::abs(s.position(d, k) - 0.5) < std::abs(s.position(d, best) - 0.5)))
+        best = k;
+    }
+    c[d] = best;
+  }
+  return c;
+}
+
+}  // namespace
+
+std::vector<Config> spread_design(const SearchSpace& space, int n, const std::vector<Config>& taken, Rng& rng,
+                                  const std::function<bool(const Config&)>& usable,
+                                  const std::vector<Config>* listed, int tries) {
+  if (n <= 0 || space.dims() == 0) return {};
+  const std::size_t dims = space.dims();
+  const auto un = static_cast<std::size_t>(n);
+  std::vector<Eigen::VectorXd> fixed;
+  for (const auto& c : taken) fixed.push_back(space.encode(c));
+
+  std::vector<Target> best_design;
+  double best_score = -1.0;
+  for (int t = 0; t < std::max(1, tries); ++t) {
+    std::vector<Target> design(un, Target(dims));
+    for (std::size_t d = 0; d < dims; ++d) {
+      std::vector<std::size_t> perm(un);
+      std::iota(perm.begin(), perm.end(), 0);
+      std::shuffle(perm.begin(), perm.end(), rng);
+      const std::size_t values = space.param(d).values.size();
+      if (space.param(d).scale == Scale::categorical) {
+        // Deal the values out in a random order, each about equally often.
+        std::vector<std::size_t> order(values);
+        std::iota(order.begin(), order.end(), 0);
+        std::shuffle(order.begin(), order.end(), rng);
+        for (std::size_t i = 0; i < un; ++i) design[i][d] = static_cast<double>(order[perm[i] % values]);
+      } else {
+        // Stratum centres pulled a little towards the middle: with 5 points
+        // on 6 values (i + 1/2) / n alone would still reach an end.
+        for (std::size_t i = 0; i < un; ++i)
+          design[i][d] = 0.5 + kShrink * ((static_cast<double>(perm[i]) + 0.5) / static_cast<double>(un) - 0.5);
+      }
+    }
+    // Maximin in the encoding, over the snapped points and what is taken.
+    std::vector<Eigen::VectorXd> pts = fixed;
+    for (const auto& target : design) pts.push_back(space.encode(snap(space, target)));
+    double dmin = std::numeric_limits<double>::infinity();
+    for (std::size_t i = fixed.size(); i < pts.size(); ++i)
+      for (std::size_t j = 0; j < i; ++j) dmin = std::min(dmin, (pts[i] - pts[j]).squaredNorm());
+    if (dmin > best_score) {
+      best_score = dmin;
+      best_design = std::move(design);
+    }
+  }
+
+  std::vector<Config> out;
+  std::set<Config> chosen;
+  auto ok = [&](const Config& c) { return space.is_valid(c) && !chosen.count(c) && usable(c); };
+  for (const auto& target : best_design) {
+    std::optional<Config> pick;
+    Config c = snap(space, target);
+    if (ok(c)) {
+      pick = c;
+    } else if (listed) {
+      double best = std::numeric_limits<double>::infinity();
+      for (const auto& cand : *listed) {
+        const double r = distance2(space, cand, target);
+        if (r < best && ok(cand)) best = r, pick = cand;
+      }
+    } else {
+      double best = std::numeric_limits<double>::infinity();
+      for (int k = 0; k < 256; ++k) {
+        auto cand = space.sample(rng, 200);
+        if (!cand) break;
+        const double r = distance2(space, *cand, target);
+        if (r < best && ok(*cand)) best = r, pick = cand;
+      }
+    }
+    if (!pick) continue;
+    chosen.insert(*pick);
+    out.push_back(*pick);
+  }
+  return out;
+}
+
+}  // namespace autotune
