@@ -205,9 +205,10 @@ class RealDataLoader(unittest.TestCase):
     @require_torch
     def test_throughput_agrees_with_an_independent_count_over_the_same_span(self):
         loader = DataLoader(SlowLoader(0.0002), batch_size=16, num_workers=2, prefetch_factor=2)
+        it = iter(loader)
         meter = autotune_trial.Meter(batch_size=16, num_workers=2, prefetch_factor=2)
         ends = []  # (time the step's work ended, samples): counted by the test, not the meter
-        for x, y in meter.batches(loader):
+        for x, y in meter.batches(it):
             time.sleep(0.004)
             ends.append((time.perf_counter(), x.shape[0]))
         t0, t1 = meter.timed_span
@@ -215,6 +216,15 @@ class RealDataLoader(unittest.TestCase):
         independent = counted / (t1 - t0)
         # One step's samples at either edge is ~1% of a span of ~100 steps; 5% is the bound.
         self.assertAlmostEqual(meter.result["throughput"] / independent, 1.0, delta=0.05)
+        # And against the pipeline's steady rate, timed by the test alone over the
+        # next 2 seconds of the same loader: the warm-up left no backlog in the figure.
+        n, start = 0, time.perf_counter()
+        while time.perf_counter() - start < 2.0:
+            x, y = next(it)
+            time.sleep(0.004)
+            n += x.shape[0]
+        steady = n / (time.perf_counter() - start)
+        self.assertAlmostEqual(meter.result["throughput"] / steady, 1.0, delta=0.05)
 
     @require_torch
     def test_data_wait_is_high_for_a_slow_loader_inline_and_low_once_workers_keep_up(self):
