@@ -217,14 +217,16 @@ class RealDataLoader(unittest.TestCase):
         # One step's samples at either edge is ~1% of a span of ~100 steps; 5% is the bound.
         self.assertAlmostEqual(meter.result["throughput"] / independent, 1.0, delta=0.05)
         # And against the pipeline's steady rate, timed by the test alone over the
-        # next 2 seconds of the same loader: the warm-up left no backlog in the figure.
+        # next 2 seconds of the same loader: the warm-up left no backlog in the figure
+        # (a backlog reads 3-5x too fast). Two different spans differ by the host's
+        # drift, seen here at up to 7% between consecutive seconds: hence 15%.
         n, start = 0, time.perf_counter()
         while time.perf_counter() - start < 2.0:
             x, y = next(it)
             time.sleep(0.004)
             n += x.shape[0]
         steady = n / (time.perf_counter() - start)
-        self.assertAlmostEqual(meter.result["throughput"] / steady, 1.0, delta=0.05)
+        self.assertAlmostEqual(meter.result["throughput"] / steady, 1.0, delta=0.15)
 
     @require_torch
     def test_data_wait_is_high_for_a_slow_loader_inline_and_low_once_workers_keep_up(self):
