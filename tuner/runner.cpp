@@ -13,7 +13,6 @@
 #include "tuner/interrupt.hpp"
 #include "tuner/journal.hpp"
 #include "tuner/tune.hpp"
-#include "workloads/failure_reading.hpp"
 #include "workloads/subprocess.hpp"
 
 namespace autotune {
@@ -49,13 +48,7 @@ int send_outcome(const Outcome& o, int fd) {
 // The reason's first line is what a progress line shows; the tails are in
 // the trial's log folder, or after that line when there is none.
 Outcome outcome_of_forked(const ExternalRun& run, const TrialContext& ctx) {
-  auto with_tails = [&](std::string why) {
-    if (const std::string line = last_line(run.stderr_tail); !line.empty()) why += ": " + tail_for_reason(line, 300);
-    if (!ctx.log_dir.empty()) return why;
-    if (!run.stdout_tail.empty()) why += "\n--- stdout (tail) ---\n" + tail_for_reason(run.stdout_tail, 1500);
-    if (!run.stderr_tail.empty()) why += "\n--- stderr (tail) ---\n" + tail_for_reason(run.stderr_tail, 1500);
-    return why;
-  };
+  auto with_tails = [&](const std::string& why) { return why + stderr_said(run) + output_tails(run, ctx.log_dir); };
   if (auto o = classify_termination(run)) {
     if (o->status != Status::timeout) o->reason = with_tails(o->reason);
     return *o;

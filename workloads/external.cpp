@@ -58,24 +58,6 @@ std::string reported_reason(const json& j) {
   return {};
 }
 
-// The trial's log folder keeps the whole of both tails (stdout.txt,
-// stderr.txt); without one, the reason carries them after its first line,
-// which is all a progress line shows.
-std::string output_tails(const ExternalRun& run, const TrialContext& ctx) {
-  if (!ctx.log_dir.empty()) return {};
-  std::string s;
-  if (!run.stdout_tail.empty()) s += "\n--- stdout (tail) ---\n" + tail_for_reason(run.stdout_tail, 1500);
-  if (!run.stderr_tail.empty()) s += "\n--- stderr (tail) ---\n" + tail_for_reason(run.stderr_tail, 1500);
-  return s;
-}
-
-// ": <the last line of standard error>" when there is one: for a Python
-// traceback, the exception itself.
-std::string said(const ExternalRun& run) {
-  const std::string line = last_line(run.stderr_tail);
-  return line.empty() ? std::string() : ": " + tail_for_reason(line, 300);
-}
-
 // The kernel's own word that host memory ran out while the job ran: an OOM
 // kill of one of its processes (from the kernel log), or failing that, of any
 // process on the machine (/proc/vmstat) at the time the job failed.
@@ -92,7 +74,7 @@ std::optional<std::string> kernel_oom_reason(const ExternalRun& run) {
 
 Outcome Workload::interpret(const ExternalRun& run, const TrialContext& ctx) const {
   if (auto o = classify_termination(run)) {
-    if (o->status != Status::timeout) o->reason += said(run) + output_tails(run, ctx);
+    if (o->status != Status::timeout) o->reason += stderr_said(run) + output_tails(run, ctx.log_dir);
     return *o;
   }
 
@@ -101,7 +83,7 @@ Outcome Workload::interpret(const ExternalRun& run, const TrialContext& ctx) con
     result = parse_object(*run.result);
     if (!result)
       return Outcome::failure(Status::error, "the result file is not a JSON object: " +
-                                                 tail_for_reason(*run.result, 500) + output_tails(run, ctx));
+                                                 tail_for_reason(*run.result, 500) + output_tails(run, ctx.log_dir));
   } else {
     result = last_json_line(run.stdout_tail);
   }
@@ -132,8 +114,9 @@ Outcome Workload::interpret(const ExternalRun& run, const TrialContext& ctx) con
   if (!reported) {
     std::string what;
     if (auto s = find_oom_message(run.stderr_tail, &what))
-      return fail(*s, fmt::format("standard error says '{}'", what) + output_tails(run, ctx));
+      return fail(*s, fmt::format("standard error says '{}'", what) + output_tails(run, ctx.log_dir));
   }
+  const std::optional<std::string> kernel_oom = kernel_oom_reason(run);
   if (run.exit_code != 0) {
     // A shell, torchrun or a DataLoader may report a signal or a memory
     // failure on the job's behalf: read it as what it names.
@@ -141,19 +124,20 @@ Outcome Workload::interpret(const ExternalRun& run, const TrialContext& ctx) con
       // The kernel's log, where readable, confirms which process it took.
       if (r->status == Status::host_oom && !run.oom_killed.empty())
         r->reason += "; the kernel's OOM killer killed " + run.oom_killed;
-      return fail(r->status, r->reason + output_tails(run, ctx));
+      return fail(r->status, r->reason + output_tails(run, ctx.log_dir));
     }
-    if (auto why = kernel_oom_reason(run))
-      return fail(Status::host_oom, *why + fmt::format("; it exited with status {}", run.exit_code) + said(run) +
-                                        output_tails(run, ctx));
-    return fail(Status::error, fmt::format("exited with status {}", run.exit_code) + said(run) +
-                                   output_tails(run, ctx));
+    if (kernel_oom)
+      return fail(Status::host_oom, *kernel_oom + fmt::format("; it exited with status {}", run.exit_code) +
+                                        stderr_said(run) + output_tails(run, ctx.log_dir));
+    return fail(Status::error, fmt::format("exited with status {}", run.exit_code) + stderr_said(run) +
+                                   output_tails(run, ctx.log_dir));
   }
-  if (!result && kernel_oom_reason(run))
-    return fail(Status::host_oom, *kernel_oom_reason(run) + "; no JSON result" + said(run) + output_tails(run, ctx));
+  if (!result && kernel_oom)
+    return fail(Status::host_oom,
+                *kernel_oom + "; no JSON result" + stderr_said(run) + output_tails(run, ctx.log_dir));
   if (!result)
     return fail(Status::error, "no JSON result: $AUTOTUNE_RESULT not written and no standard output line is a "
-                               "JSON object" + said(run) + output_tails(run, ctx));
+                               "JSON object" + stderr_said(run) + output_tails(run, ctx.log_dir));
   if (!result->contains("throughput") || !(*result)["throughput"].is_number())
     return fail(Status::error, "the result has no numeric 'throughput': " + tail_for_reason(result->dump(), 500));
   const double tp = (*result)["throughput"].get<double>();

@@ -1,5 +1,7 @@
 #include "workloads/subprocess.hpp"
 
+#include "workloads/failure_reading.hpp"
+
 #include <dirent.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -486,17 +488,14 @@ std::optional<Outcome> classify_termination(const ExternalRun& run) {
   if (run.timed_out)
     return Outcome::failure(Status::timeout, run.signal == SIGKILL ? "timed out; killed after the grace period"
                                                                    : "timed out; stopped by SIGTERM");
-  if (run.signal == SIGKILL)
+  if (run.signal == 0) return std::nullopt;
+  if (status_of_signal(run.signal) == Status::host_oom)
     return Outcome::failure(Status::host_oom,
                             run.oom_killed.empty()
                                 ? std::string("killed by SIGKILL that the tuner did not send (the kernel's OOM killer?)")
                                 : fmt::format("killed by SIGKILL: the kernel's OOM killer killed {}", run.oom_killed));
-  if (run.signal != 0) {
-    const char* name = ::sigabbrev_np(run.signal);
-    return Outcome::failure(Status::crash, fmt::format("killed by signal {} (SIG{}: {})", run.signal,
-                                                       name ? name : "?", ::strsignal(run.signal)));
-  }
-  return std::nullopt;
+  return Outcome::failure(Status::crash, fmt::format("killed by signal {} ({}: {})", run.signal,
+                                                     signal_name(run.signal), ::strsignal(run.signal)));
 }
 
 std::optional<Status> find_oom_message(std::string_view text, std::string* what) {
@@ -537,6 +536,19 @@ std::string tail_for_reason(std::string_view text, std::size_t max_bytes) {
   while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.remove_suffix(1);
   if (text.size() <= max_bytes) return std::string(text);
   return "..." + std::string(text.substr(text.size() - max_bytes));
+}
+
+std::string stderr_said(const ExternalRun& run) {
+  const std::string line = last_line(run.stderr_tail);
+  return line.empty() ? std::string() : ": " + tail_for_reason(line, 300);
+}
+
+std::string output_tails(const ExternalRun& run, const std::filesystem::path& log_dir) {
+  if (!log_dir.empty()) return {};
+  std::string s;
+  if (!run.stdout_tail.empty()) s += "\n--- stdout (tail) ---\n" + tail_for_reason(run.stdout_tail, 1500);
+  if (!run.stderr_tail.empty()) s += "\n--- stderr (tail) ---\n" + tail_for_reason(run.stderr_tail, 1500);
+  return s;
 }
 
 }  // namespace autotune

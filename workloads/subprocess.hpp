@@ -61,6 +61,14 @@ std::optional<Status> find_oom_message(std::string_view text, std::string* what 
 // The last `max_bytes` of `text`, with a marker when cut (for reasons).
 std::string tail_for_reason(std::string_view text, std::size_t max_bytes = 2000);
 
+// ": <the last line of standard error>" (for a Python traceback, the
+// exception itself), or empty: what a one-line reason adds of the output.
+std::string stderr_said(const ExternalRun& run);
+
+// Both output tails after a reason's first line, for a trial with no log
+// folder; empty when `log_dir` is set (stdout.txt and stderr.txt keep them).
+std::string output_tails(const ExternalRun& run, const std::filesystem::path& log_dir);
+
 }  // namespace autotune
 
 namespace autotune {
