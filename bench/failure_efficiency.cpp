@@ -28,6 +28,7 @@
 #include "bench/bench_util.hpp"
 #include "bench/failure_landscapes.hpp"
 #include "search/strategy.hpp"
+#include "tuner/tune.hpp"
 
 using namespace autotune;
 
@@ -130,15 +131,10 @@ int main(int argc, char** argv) {
         double failed = 0, failed_late = 0, late_trials = 0, ask_ms = 0;
         int asks = 0;
         for (int seed = 0; seed < seeds; ++seed) {
-          StrategyContext ctx;
-          ctx.space = &space;
-          ctx.seed = 1000 + static_cast<std::uint64_t>(seed);
-          ctx.budget = budget;
-          if (limits) {
-            ctx.vram_limit_bytes = land.vram_limit_mb * 1048576.0;
-            ctx.ram_limit_bytes = land.ram_limit_mb * 1048576.0;
-          }
-          auto strategy = make_strategy(name, ctx);
+          const Limits given = limits ? Limits{land.vram_limit_mb * 1048576.0, land.ram_limit_mb * 1048576.0}
+                                      : Limits{};
+          auto strategy =
+              make_strategy(name, strategy_context(space, 1000 + static_cast<std::uint64_t>(seed), budget, {}, given));
           std::mt19937_64 noise(77 + static_cast<std::uint64_t>(seed));
           int t = 0, run_failed = 0, run_late = 0;
           double run_ms = 0;
