@@ -288,7 +288,6 @@ class Meter:
         self._windows = []         # closed: (t0, t1, samples, wait)
         self._timed_steps = 0
         self._stopped_by_rsd = False
-        self._samples_total = 0
 
     # -- marks
 
@@ -315,7 +314,6 @@ class Meter:
         ready = self._ready if self._ready is not None else self._last_end
         wait = max(0.0, ready - self._last_end)
         self._ready = None
-        self._samples_total += samples
         r = self.rule
         if not self._warm:
             self._warmup_steps += 1
@@ -365,7 +363,6 @@ class Meter:
         `samples`: samples per batch, a number or a function of the batch
         (default: the leading dimension of the batch's first tensor)."""
         self.start()
-        epochs = 0
         while not self.done:
             it = iter(loader)
             got = False
@@ -379,7 +376,6 @@ class Meter:
                 yield batch
                 n = samples(batch) if callable(samples) else samples
                 self.step_done(n if n is not None else _samples_in(batch, self.batch_size))
-            epochs += 1
             if not got or it is loader:  # empty, or a one-shot iterator: it cannot start again
                 if not self.done:
                     self._finish(time.perf_counter(), exhausted=True)
