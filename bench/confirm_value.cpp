@@ -60,7 +60,7 @@ int main(int argc, char** argv) {
       Spec spec = bench::synthetic_spec(space, strategy, w.budget, static_cast<std::uint64_t>(s + 1),
                                         dir / fmt::format("{}_{}.jsonl", w.name, s));
       spec.search.confirm = w.confirm;
-      TuneResult r = run_tuning(
+      Study r = run_tuning(
           spec, [&](const Assignment& a, const TrialContext& ctx) { return workload->measure(a, ctx); }, {});
       if (!r.best || !r.best_outcome) {
         fraction.push_back(0);

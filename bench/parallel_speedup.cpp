@@ -48,7 +48,7 @@ int main(int argc, char** argv) {
                                         dir / fmt::format("j{}_{}.jsonl", slots, s));
       spec.search.parallel = slots;
       const auto t0 = std::chrono::steady_clock::now();
-      TuneResult r = run_tuning(
+      Study r = run_tuning(
           spec, [&](const Assignment& a, const TrialContext& ctx) { return workload->measure(a, ctx); }, {});
       wall += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       const double q = r.best ? workload->expected(space.to_assignment(*r.best))->throughput / optimum : 0.0;

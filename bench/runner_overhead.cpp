@@ -31,7 +31,7 @@ class NoopWorkload : public Workload {
 };
 
 
-void report(const char* name, TrialExecutor& exec, int n) {
+void report(const char* name, TrialRunner& exec, int n) {
   Assignment a({{"batch_size", Value{std::int64_t{64}}}});
   TrialContext ctx;
   ctx.timeout_s = 30;
@@ -40,7 +40,7 @@ void report(const char* name, TrialExecutor& exec, int n) {
   for (int i = 0; i < n; ++i) {
     ctx.trial = i + 1;
     const auto t0 = std::chrono::steady_clock::now();
-    Outcome o = exec.run(a, ctx);
+    Outcome o = exec.once(a, ctx);
     ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
       if (!o.ok()) ++failed;
   }
@@ -63,9 +63,9 @@ int main(int argc, char** argv) {
   NoopWorkload noop;
   // `true` writes no result: every trial is an `error` outcome by contract;
   // the cost measured is the runner's, which is the point.
-  report("command `true` (process)", *make_process_executor(*command, 1), n);
-  report("command echo JSON (process)", *make_process_executor(*echo, 1), n);
-  report("in-process no-op (process)", *make_process_executor(noop, 1), n);
-  report("in-process no-op (inline)", *make_inline_executor(noop, 1), n);
+  report("command `true` (process)", *make_process_runner(*command), n);
+  report("command echo JSON (process)", *make_process_runner(*echo), n);
+  report("in-process no-op (process)", *make_process_runner(noop), n);
+  report("in-process no-op (inline)", *make_inline_runner(noop), n);
   return 0;
 }

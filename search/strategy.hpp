@@ -52,6 +52,9 @@ class Strategy {
   virtual std::optional<Config> ask() = 0;
   virtual void tell(const Config& config, const Outcome& outcome) = 0;
   virtual std::optional<Config> recommend() const = 0;
+  // Diagnostics since the last call (a model that could not be fitted, a
+  // fallback taken), in plain words; the tuner journals them as notes.
+  virtual std::vector<std::string> take_notes() { return {}; }
 };
 
 // Book-keeping every strategy needs: the asked set, pending proposals, the

@@ -9,6 +9,7 @@
 #include "search/strategy.hpp"
 #include "tuner/slurm_executor.hpp"
 #include "tuner/runner.hpp"
+#include "tuner/slots.hpp"
 #include "workloads/options.hpp"
 
 namespace autotune {
@@ -43,10 +44,10 @@ std::unique_ptr<Workload> make_workload_or_report(const Spec& spec) {
   }
 }
 
-MeasureFn make_measure(const Spec& spec, Workload& workload) {
-  // The runner (tuner/runner.hpp) owns isolation, timeout, repeats and the
-  // RAM measurement; it never throws for a failed trial.
-  std::shared_ptr<TrialExecutor> exec;
+std::unique_ptr<Executor> make_executor(const Spec& spec, Workload& workload) {
+  // A runner takes one measurement (isolation, timeout, the RAM measurement;
+  // it never throws for a failed trial); the executor runs several at once
+  // where it places them; the scheduler adds repeats and limits.
   if (spec.executor.kind == "slurm") {
     require_slurm_allocation();
     if (spec.file.empty() || !std::filesystem::exists(spec.file))
@@ -56,13 +57,19 @@ MeasureFn make_measure(const Spec& spec, Workload& workload) {
     s.spec_file = std::filesystem::absolute(spec.file);
     s.self_exe = std::filesystem::read_symlink("/proc/self/exe");
     s.run_tag = std::to_string(::getpid());
-    exec = make_slurm_executor(workload, spec.workload.repeats, std::move(s));
-  } else if (spec.workload.isolation == Isolation::inline_) {
-    exec = make_inline_executor(workload, spec.workload.repeats);
-  } else {
-    exec = make_process_executor(workload, spec.workload.repeats);
+    return make_slurm_executor(workload, std::move(s), spec.search.parallel);
   }
-  return [exec](const Assignment& a, const TrialContext& ctx) { return exec->run(a, ctx); };
+  std::shared_ptr<TrialRunner> runner = spec.workload.isolation == Isolation::inline_
+                                            ? make_inline_runner(workload)
+                                            : make_process_runner(workload);
+  SlotPlan plan;
+  try {
+    plan = plan_slots(spec.search.parallel, spec.executor.gpus, allowed_cpus(), spec.executor.pin_cpus);
+  } catch (const std::invalid_argument& e) {
+    throw std::runtime_error(std::string("executor.gpus: ") + e.what());
+  }
+  return make_local_executor([runner](const Assignment& a, const TrialContext& ctx) { return runner->once(a, ctx); },
+                             plan);
 }
 
 bool apply_overrides(Spec& spec, const Overrides& o) {

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "tuner/spec.hpp"
+#include "tuner/executor.hpp"
 #include "tuner/tune.hpp"
 #include "workloads/workload.hpp"
 
@@ -18,10 +19,11 @@ std::optional<Spec> load_spec_or_report(const std::string& path);
 // Builds the spec's workload; prints the reason and returns nullptr on failure.
 std::unique_ptr<Workload> make_workload_or_report(const Spec& spec);
 
-// How trials are measured: a child process per trial, inline, or a Slurm
-// step per trial. Throws std::runtime_error when the executor cannot work
-// here (e.g. slurm outside an allocation).
-MeasureFn make_measure(const Spec& spec, Workload& workload);
+// Where and how trials are measured: local slots (a child process per
+// trial, or inline) or a Slurm step per trial. Throws std::runtime_error when
+// the executor cannot work here (slurm outside an allocation, fewer GPU
+// entries than slots): bad input.
+std::unique_ptr<Executor> make_executor(const Spec& spec, Workload& workload);
 
 // Overrides from the command line, applied after loading and re-validated.
 struct Overrides {

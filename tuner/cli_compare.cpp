@@ -12,6 +12,7 @@
 #include "tuner/cli_commands.hpp"
 #include "tuner/cli_common.hpp"
 #include "tuner/compare.hpp"
+#include "tuner/scheduler.hpp"
 
 namespace autotune {
 
@@ -66,14 +67,16 @@ std::function<int()> add_compare_command(CLI::App& app) {
     if (!workload) return kExitBadInput;
     std::cerr << fmt::format("compare: {} strategies x {} seeds x {} trials on the {} workload\n",
                              opt.strategies.size(), opt.repeats, opt.budget, spec->workload.kind);
-    MeasureFn measure;
+    std::unique_ptr<Executor> executor;
     try {
-      measure = make_measure(*spec, *workload);
+      executor = make_executor(*spec, *workload);
     } catch (const std::runtime_error& e) {
       std::cerr << "compare: " << e.what() << "\n";
       return kExitBadInput;
     }
-    CompareResult r = run_compare(spec->space, *workload, measure, opt);
+    TrialSettings settings = trial_settings(*spec);
+    settings.log_root.clear();  // thousands of trials: no log folders
+    CompareResult r = run_compare(spec->space, *workload, *executor, settings, opt);
     std::string warning;
     std::string table;
     try {

@@ -30,11 +30,20 @@ int cli_main(int argc, char** argv) {
     const int rc = app.exit(e);
     return rc == 0 ? kExitOk : kExitBadInput;
   }
-  if (validate->parsed()) return run_validate();
-  if (sweep->parsed()) return run_sweep();
-  if (trial->parsed()) return run_trial();
-  if (compare->parsed()) return run_compare_cmd();
-  return tune();
+  // A failure of the tool itself that no subcommand turned into a value ends
+  // here: one line, its own status, never a signal.
+  try {
+    if (validate->parsed()) return run_validate();
+    if (sweep->parsed()) return run_sweep();
+    if (trial->parsed()) return run_trial();
+    if (compare->parsed()) return run_compare_cmd();
+    return tune();
+  } catch (const std::exception& e) {
+    std::cerr << "autotune: failed: " << e.what() << "\n";
+  } catch (...) {
+    std::cerr << "autotune: failed: an unknown exception\n";
+  }
+  return kExitToolFailure;
 }
 
 }  // namespace autotune

@@ -1,8 +1,11 @@
 // `autotune sweep --config space.yaml --out table.csv`: measures every valid
-// configuration (grid order) and records a replay table. Rows are appended
-// and flushed as they are measured to <out>.partial, renamed at the end, so a
-// stopped sweep loses nothing.
+// configuration (grid order; with search.parallel > 1 several at once, rows
+// as they finish) and records a replay table. Trials go through the same
+// scheduler as tuning. Rows are appended and flushed as they are measured to
+// <out>.partial, renamed at the end, so a stopped sweep loses nothing.
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <iostream>
 #include <set>
 
@@ -12,6 +15,7 @@
 #include "tuner/cli_commands.hpp"
 #include "tuner/cli_common.hpp"
 #include "tuner/interrupt.hpp"
+#include "tuner/scheduler.hpp"
 #include "workloads/csv_table.hpp"
 
 namespace autotune {
@@ -38,13 +42,16 @@ std::function<int()> add_sweep_command(CLI::App& app) {
     }
     auto workload = make_workload_or_report(*spec);
     if (!workload) return kExitBadInput;
-    MeasureFn measure;
+    std::unique_ptr<Executor> executor;
     try {
-      measure = make_measure(*spec, *workload);
+      executor = make_executor(*spec, *workload);
     } catch (const std::runtime_error& e) {
       std::cerr << "sweep: " << e.what() << "\n";
       return kExitBadInput;
     }
+    TrialSettings settings = trial_settings(*spec);
+    settings.log_root.clear();
+    Scheduler scheduler(*executor, settings);
     install_interrupt_handler();
 
     const std::string partial = args->out + ".partial";
@@ -66,32 +73,42 @@ std::function<int()> add_sweep_command(CLI::App& app) {
     write_csv_row(f, header);
     std::fflush(f);
 
-    int trial = 0;
-    for (std::size_t i = 0; i < n && !interrupted(); ++i) {
-      const Assignment a = spec->space.to_assignment((*all)[i]);
-      for (int r = 0; r < args->repeats && !interrupted(); ++r) {
-        TrialContext ctx;
-        ctx.trial = ++trial;
-        ctx.seed = spec->search.seed * 1000003ULL + static_cast<std::uint64_t>(trial);
-        ctx.timeout_s = spec->workload.timeout_s;
-        ctx.limits = spec->limits;
-        Outcome o = measure(a, ctx);
-        std::vector<std::string> row;
-        for (const auto& [name, v] : a.items()) row.push_back(to_string(v));
-        row.push_back(std::string(to_string(o.status)));
-        row.push_back(o.ok() ? fmt::format("{:.6g}", o.throughput) : "");
-        for (const auto& m : metric_cols) {
-          auto v = m == "seconds" ? std::optional<double>(o.seconds) : o.metric(m);
-          row.push_back(v ? fmt::format("{:.6g}", *v) : "");
-        }
-        write_csv_row(f, row);
-        std::fflush(f);
-        std::cerr << fmt::format("sweep {}/{}  {}  {}\n", i + 1, n, a.describe(),
-                                 o.ok() ? fmt::format("{:.1f} samples/s", o.throughput)
-                                        : std::string(to_string(o.status)));
+    // Trial k (1-based) is configuration (k-1) / repeats of the grid.
+    const int total = static_cast<int>(n) * args->repeats;
+    int submitted = 0, finished = 0;
+    std::string failure;
+    while (failure.empty()) {
+      while (!interrupted() && scheduler.has_room() && submitted < total) {
+        ++submitted;
+        scheduler.submit(submitted, spec->space.to_assignment((*all)[static_cast<std::size_t>((submitted - 1) / args->repeats)]));
       }
+      if (scheduler.in_flight() == 0) break;
+      auto d = scheduler.wait_any(std::chrono::milliseconds(100));
+      if (!d) continue;
+      const Outcome& o = d->outcome;
+      std::vector<std::string> row;
+      for (const auto& [name, v] : d->config.items()) row.push_back(to_string(v));
+      row.push_back(std::string(to_string(o.status)));
+      row.push_back(o.ok() ? fmt::format("{:.6g}", o.throughput) : "");
+      for (const auto& m : metric_cols) {
+        auto v = m == "seconds" ? std::optional<double>(o.seconds) : o.metric(m);
+        row.push_back(v ? fmt::format("{:.6g}", *v) : "");
+      }
+      write_csv_row(f, row);
+      if (std::fflush(f) != 0 || std::ferror(f)) {
+        failure = fmt::format("cannot write {}: {}", partial, std::strerror(errno));
+        scheduler.stop_all();
+        break;
+      }
+      ++finished;
+      std::cerr << fmt::format("sweep {}/{}  {}  {}\n", finished, total, d->config.describe(),
+                               o.ok() ? fmt::format("{:.1f} samples/s", o.throughput) : std::string(to_string(o.status)));
     }
     std::fclose(f);
+    if (!failure.empty()) {
+      std::cerr << "sweep: stopped: " << failure << "; the rows written before are kept\n";
+      return kExitToolFailure;
+    }
     if (interrupted()) {
       std::cerr << "sweep: interrupted; the rows measured so far are in " << partial << "\n";
       return kExitInterrupted;

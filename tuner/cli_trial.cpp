@@ -1,7 +1,8 @@
 // `autotune trial --config space.yaml --values '{"batch_size": 64, ...}'`:
 // measures one configuration in this process and prints its Outcome as one
-// JSON line. It is what a remote step runs for the built-in workloads (the
-// Slurm executor), and a quick way to measure one point by hand.
+// JSON line in the wire format (tuner/wire.hpp: the journal's). It is what a
+// remote step runs for the built-in workloads (the Slurm executor), and a
+// quick way to measure one point by hand.
 #include <iostream>
 
 #include <nlohmann/json.hpp>
@@ -10,6 +11,8 @@
 #include "tuner/cli_commands.hpp"
 #include "tuner/cli_common.hpp"
 #include "tuner/journal.hpp"
+#include "tuner/scheduler.hpp"
+#include "tuner/wire.hpp"
 
 namespace autotune {
 
@@ -17,7 +20,7 @@ std::function<int()> add_trial_command(CLI::App& app) {
   struct Args {
     std::string config, values;
     int trial = 1;
-    std::uint64_t seed = 0;
+    std::optional<std::uint64_t> seed;
   };
   auto args = std::make_shared<Args>();
   app.add_option("--config,-c", args->config, "the space.yaml (workload and space)")->required();
@@ -41,21 +44,17 @@ std::function<int()> add_trial_command(CLI::App& app) {
     }
     auto workload = make_workload_or_report(*spec);
     if (!workload) return kExitBadInput;
-    TrialContext ctx;
-    ctx.trial = args->trial;
-    ctx.seed = args->seed;
-    ctx.timeout_s = spec->workload.timeout_s;
-    ctx.limits = spec->limits;
+    TrialSettings settings = trial_settings(*spec);
+    settings.log_root.clear();  // the tuner that started this step keeps the logs
+    TrialContext ctx = make_trial_context(settings, args->trial, static_cast<std::uint64_t>(args->trial));
+    if (args->seed) ctx.seed = *args->seed;  // the tuner's seed for this trial
     Outcome o;
     try {
       o = workload->measure(spec->space.to_assignment(*config), ctx);
     } catch (const std::exception& e) {
       o = Outcome::failure(Status::error, std::string("workload threw: ") + e.what());
     }
-    nlohmann::json j = to_json(o);
-    if (o.ok()) j["throughput"] = o.throughput;
-    for (const auto& [k, v] : o.metrics) j[k] = v;  // flat, as the command contract reads it
-    std::cout << j.dump() << std::endl;
+    std::cout << outcome_wire_line(apply_limits(std::move(o), ctx.limits)) << std::endl;
     return kExitOk;
   };
 }

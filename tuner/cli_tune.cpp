@@ -12,7 +12,6 @@
 #include "tuner/cli_common.hpp"
 #include "tuner/emitter.hpp"
 #include "tuner/interrupt.hpp"
-#include "tuner/slots.hpp"
 #include "tuner/time_split.hpp"
 
 namespace autotune {
@@ -23,9 +22,10 @@ struct TuneArgs {
   Overrides overrides;
   bool resume = false;
   bool quiet = false;
+  bool verbose = false;
 };
 
-void print_summary(const Spec& spec, const TuneResult& r) {
+void print_summary(const Spec& spec, const Study& r) {
   std::cout << "\n";
   if (r.best && r.best_outcome) {
     std::cout << "best:   " << spec.space.to_assignment(*r.best).describe() << "\n";
@@ -82,18 +82,27 @@ std::function<int()> add_tune_options(CLI::App& app) {
                  "after the search, measure the N best once more each and choose on all measurements (search.confirm)");
   app.add_flag("--resume", args->resume, "continue from the journal without re-running finished trials");
   app.add_flag("--quiet,-q", args->quiet, "no progress output");
+  app.add_flag("--verbose,-v", args->verbose, "also print the search's notes (model fits, fallbacks)");
   return [args]() -> int {
     auto spec = load_spec_or_report(args->config);
     if (!spec || !apply_overrides(*spec, args->overrides)) return kExitBadInput;
     auto workload = make_workload_or_report(*spec);
     if (!workload) return kExitBadInput;
+    std::unique_ptr<Executor> executor;
+    try {
+      executor = make_executor(*spec, *workload);
+    } catch (const std::runtime_error& e) {
+      std::cerr << "autotune: " << e.what() << "\n";
+      return kExitBadInput;
+    }
 
     install_interrupt_handler();
     TuneOptions opt;
     opt.resume = args->resume;
     opt.progress = args->quiet ? nullptr : &std::cerr;
     opt.live = !args->quiet && ::isatty(STDERR_FILENO);
-    if (!args->quiet)
+    opt.verbose = args->verbose;
+    if (!args->quiet) {
       std::cerr << fmt::format("autotune: {} on the {} workload, {} valid of {:.0f} configurations\n",
                                spec->search.strategy, spec->workload.kind,
                                [&] {
@@ -101,37 +110,32 @@ std::function<int()> add_tune_options(CLI::App& app) {
                                  return all ? std::to_string(all->size()) : std::string("many");
                                }(),
                                spec->space.cardinality());
-    if (spec->search.parallel > 1 || !spec->executor.gpus.empty()) {
-      std::vector<std::string> gpus = spec->executor.gpus;
-      if (gpus.size() == 1 && gpus[0] == "auto") gpus = detect_gpus();
-      try {
-        auto plan = std::make_shared<SlotPlan>(
-            plan_slots(spec->search.parallel, gpus, allowed_cpus(), spec->executor.pin_cpus));
-        if (!args->quiet) std::cerr << "autotune: " << plan->summary << "\n";
-        opt.prepare_slot = [plan](int slot, TrialContext& ctx) {
-          const Slot& s = plan->slots[static_cast<std::size_t>(slot)];
-          ctx.env.insert(s.env.begin(), s.env.end());
-          ctx.cpus = s.cpus;
-        };
-      } catch (const std::invalid_argument& e) {
-        std::cerr << "executor.gpus: " << e.what() << "\n";
-        return kExitBadInput;
-      }
+      if (executor->capacity() > 1 || !spec->executor.gpus.empty())
+        std::cerr << "autotune: " << executor->summary() << "\n";
     }
-    TuneResult result;
+    Study result;
     try {
-      result = run_tuning(*spec, make_measure(*spec, *workload), opt);
-    } catch (const std::runtime_error& e) {
+      result = run_tuning(*spec, *executor, opt);
+    } catch (const TuneError& e) {  // the journal given to --resume: nothing ran
       std::cerr << "autotune: " << e.what() << "\n";
       return kExitBadInput;
     }
+    bool wrote = true;
     try {
       write_tuned_yaml(*spec, result, spec->output.tuned);
     } catch (const std::exception& e) {
       std::cerr << "autotune: " << e.what() << "\n";
-      return kExitFailure;
+      wrote = false;
     }
-    if (!args->quiet) print_summary(*spec, result);
+    if (!args->quiet && wrote) print_summary(*spec, result);
+    if (result.stopped_by == "failed") {
+      std::cerr << "autotune: stopped: " << result.failure << "\n"
+                << fmt::format("autotune: the {} trials that finished are in {}; fix the cause and run again with "
+                               "--resume\n",
+                               result.trials.size(), spec->output.journal.string());
+      return kExitToolFailure;
+    }
+    if (!wrote) return kExitToolFailure;
     if (result.stopped_by == "interrupted") return kExitInterrupted;
     return result.best_outcome ? kExitOk : kExitFailure;
   };

@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 
 #include "search/strategy.hpp"
+#include "tuner/scheduler.hpp"
 #include "workloads/csv_table.hpp"
 
 namespace autotune {
@@ -70,6 +71,15 @@ double mann_whitney_p_greater(const std::vector<double>& a, const std::vector<do
 
 CompareResult run_compare(const SearchSpace& space, Workload& workload, const MeasureFn& measure,
                           const CompareOptions& options, const std::function<void(const std::string&)>& progress) {
+  auto executor = make_local_executor(measure, 1);
+  TrialSettings settings;
+  settings.limits = options.limits;
+  return run_compare(space, workload, *executor, settings, options, progress);
+}
+
+CompareResult run_compare(const SearchSpace& space, Workload& workload, Executor& executor,
+                          const TrialSettings& settings, const CompareOptions& options,
+                          const std::function<void(const std::string&)>& progress) {
   CompareResult result;
   // The exact optimum when the workload knows its noise-free answers.
   std::map<Config, double> truth;
@@ -88,6 +98,10 @@ CompareResult run_compare(const SearchSpace& space, Workload& workload, const Me
       const StrategyContext ctx = strategy_context(space, options.seed + static_cast<std::uint64_t>(rep),
                                                    options.budget, options.initial, options.limits);
       auto strategy = make_strategy(name, ctx);
+      TrialSettings run_settings = settings;
+      run_settings.seed = ctx.seed;
+      run_settings.limits = options.limits;
+      Scheduler scheduler(executor, run_settings);
       std::map<Config, double> measured;  // this run's measurements (truth when none is known)
       CompareTrial last;
       for (int t = 1; t <= options.budget; ++t) {
@@ -107,11 +121,10 @@ CompareResult run_compare(const SearchSpace& space, Workload& workload, const Me
           result.trials.push_back(row);
           continue;
         }
-        TrialContext tctx;
-        tctx.trial = t;
-        tctx.seed = (options.seed + static_cast<std::uint64_t>(rep)) * 1000003ULL + config_id(space, *c);
-        tctx.limits = options.limits;
-        Outcome o = apply_limits(measure(space.to_assignment(*c), tctx), options.limits);
+        // The seed follows the configuration, not the trial: every strategy
+        // meets the same noise on the same configuration.
+        scheduler.submit(t, space.to_assignment(*c), config_id(space, *c));
+        const Outcome o = scheduler.wait_next().outcome;
         strategy->tell(*c, o);
         if (o.ok()) measured[*c] = o.throughput;
         row.status = o.status;

@@ -10,6 +10,8 @@
 #include <vector>
 
 #include "search/space.hpp"
+#include "tuner/executor.hpp"
+#include "tuner/scheduler.hpp"
 #include "tuner/tune.hpp"
 #include "workloads/workload.hpp"
 
@@ -56,6 +58,12 @@ struct CompareResult {
   std::vector<StrategySummary> summary;
 };
 
+// Every trial goes through a Scheduler on `executor` (one at a time), seeded
+// by the run's seed and the configuration (the same noise for every strategy).
+CompareResult run_compare(const SearchSpace& space, Workload& workload, Executor& executor,
+                          const TrialSettings& settings, const CompareOptions& options,
+                          const std::function<void(const std::string&)>& progress = {});
+// The same on one local slot over `measure`, with no logs.
 CompareResult run_compare(const SearchSpace& space, Workload& workload, const MeasureFn& measure,
                           const CompareOptions& options,
                           const std::function<void(const std::string&)>& progress = {});

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 
-#include "tuner/tune.hpp"
 
 namespace autotune {
 
@@ -50,7 +49,7 @@ std::vector<ConfirmRow> confirm_rows(const std::vector<Config>& candidates, cons
   return rows;
 }
 
-void choose_confirmed(const std::vector<Config>& candidates, TuneResult& r) {
+void choose_confirmed(const std::vector<Config>& candidates, Study& r) {
   r.confirmed = confirm_rows(candidates, r.trials, r.confirmations);
   // Chosen on the mean of its runs; reported as its re-measurement, which no
   // selection inflated (the best single run of a search overstates its

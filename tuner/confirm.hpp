@@ -3,26 +3,14 @@
 // measured once more each, and the answer is chosen on all their
 // measurements rather than on one lucky noisy run (DESIGN, tuned.yaml); its
 // reported throughput is the re-measurement, which no selection inflated.
-// These are the pure parts; run_tuning measures and journals.
+// These are the pure parts; the tuning loop measures and journals.
 #include <optional>
 #include <vector>
 
-#include "search/outcome.hpp"
 #include "search/space.hpp"
+#include "tuner/study.hpp"
 
 namespace autotune {
-
-struct TrialRecord;
-struct TuneResult;
-
-// One re-measured candidate: every measurement of it, the search trial first.
-struct ConfirmRow {
-  Config config;
-  std::vector<Outcome> measurements;
-  bool all_ok = false;  // every measurement ok: a configuration that fails when run again is never chosen
-  double mean = 0;      // mean throughput over the measurements, when all_ok
-  bool chosen = false;
-};
 
 // Up to n distinct configurations to re-measure: the strategy's
 // recommendation first (when its search trial was ok), then the other
@@ -40,6 +28,6 @@ std::vector<ConfirmRow> confirm_rows(const std::vector<Config>& candidates, cons
 // r.confirmations, and makes the chosen row r's answer, reported as its
 // re-measurement. With none chosen, r's answer stays unless it failed when
 // measured again; then it is the fastest search trial that did not.
-void choose_confirmed(const std::vector<Config>& candidates, TuneResult& r);
+void choose_confirmed(const std::vector<Config>& candidates, Study& r);
 
 }  // namespace autotune

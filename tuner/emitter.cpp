@@ -125,7 +125,7 @@ void emit_exports(YAML::Emitter& e, const Assignment& best) {
 
 }  // namespace
 
-std::string render_tuned_yaml(const Spec& spec, const TuneResult& r) {
+std::string render_tuned_yaml(const Spec& spec, const Study& r) {
   std::map<Status, int> counts;
   for (const auto& t : r.trials) ++counts[t.outcome.status];
 
@@ -209,6 +209,7 @@ std::string render_tuned_yaml(const Spec& spec, const TuneResult& r) {
     e << YAML::Key << "confirmations" << YAML::Value << static_cast<int>(r.confirmations.size());
   e << YAML::Key << "elapsed_s" << YAML::Value << round_sig(r.elapsed_s, 4);
   e << YAML::Key << "stopped_by" << YAML::Value << r.stopped_by;
+  if (!r.failure.empty()) e << YAML::Key << "failure" << YAML::Value << r.failure;
   e << YAML::Key << "seed" << YAML::Value << spec.search.seed;
   e << YAML::Key << "space_hash" << YAML::Value << spec.space.hash();
   e << YAML::Key << "journal" << YAML::Value << spec.output.journal.string();
@@ -241,7 +242,7 @@ void write_file_atomically(const std::filesystem::path& path, const std::string&
   std::filesystem::rename(tmp, path);
 }
 
-void write_tuned_yaml(const Spec& spec, const TuneResult& result, const std::filesystem::path& path) {
+void write_tuned_yaml(const Spec& spec, const Study& result, const std::filesystem::path& path) {
   write_file_atomically(path, render_tuned_yaml(spec, result));
 }
 

@@ -8,14 +8,14 @@
 #include <string>
 
 #include "tuner/spec.hpp"
-#include "tuner/tune.hpp"
+#include "tuner/study.hpp"
 
 namespace autotune {
 
-std::string render_tuned_yaml(const Spec& spec, const TuneResult& result);
+std::string render_tuned_yaml(const Spec& spec, const Study& result);
 // Throws std::runtime_error when the file cannot be written; the previous
 // file, if any, is then left as it was.
-void write_tuned_yaml(const Spec& spec, const TuneResult& result, const std::filesystem::path& path);
+void write_tuned_yaml(const Spec& spec, const Study& result, const std::filesystem::path& path);
 
 // Writes text to path through a temp file in the same folder and a rename.
 void write_file_atomically(const std::filesystem::path& path, const std::string& text);

@@ -97,6 +97,8 @@ JournalContents read_journal(const std::filesystem::path& path) {
       const std::string type = rec.at("type").get<std::string>();
       if (type == "header") {
         out.header = rec;
+      } else if (type == "note") {
+        out.notes.push_back(rec.value("text", ""));
       } else if (type == "start") {
         out.trials.push_back({rec.at("trial").get<int>(), assignment_from_json(rec.at("config")), std::nullopt,
                               rec.value("confirm", false)});
@@ -145,22 +147,34 @@ JournalWriter::~JournalWriter() {
 
 void JournalWriter::append(const nlohmann::json& record) {
   const std::string line = record.dump() + "\n";
+  const off_t before = ::lseek(m_fd, 0, SEEK_END);
   std::size_t done = 0;
+  auto fail = [&](int err) {
+    if (before >= 0 && ::ftruncate(m_fd, before) != 0) {
+      // The reader drops a torn last line and a resume cuts it off.
+    }
+    throw JournalError(m_path.string() + ": cannot write the journal: " + std::strerror(err));
+  };
   while (done < line.size()) {
     ssize_t n = ::write(m_fd, line.data() + done, line.size() - done);
     if (n < 0) {
       if (errno == EINTR) continue;
-      throw JournalError(m_path.string() + ": write failed: " + std::strerror(errno));
+      fail(errno);
     }
+    if (n == 0) fail(ENOSPC);
     done += static_cast<std::size_t>(n);
   }
-  ::fsync(m_fd);
+  if (::fsync(m_fd) != 0 && errno != EINVAL) fail(errno);
 }
 
 void JournalWriter::header(const nlohmann::json& header) {
   nlohmann::json rec = header;
   rec["type"] = "header";
   append(rec);
+}
+
+void JournalWriter::note(const std::string& text, double time_s) {
+  append({{"type", "note"}, {"text", text}, {"time", time_s}});
 }
 
 void JournalWriter::started(int trial, const Assignment& config, double time_s, bool confirm) {

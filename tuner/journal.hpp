@@ -7,6 +7,8 @@
 //   {"type":"finish","trial":3,"config":{...},"status":"ok","throughput":812.4,
 //    "metrics":{...},"reason":"","seconds":9.8,"time":22.3}
 //
+//   {"type":"note","text":"...","time":40.1}      the search's diagnostics
+//
 // A re-measurement of a finished configuration after the search
 // (`search.confirm`) carries "confirm":true on both records; it is never a
 // search trial.
@@ -36,6 +38,7 @@ struct JournalTrial {
 struct JournalContents {
   nlohmann::json header;
   std::vector<JournalTrial> trials;  // in order of start
+  std::vector<std::string> notes;    // the search's diagnostics, in order
   bool dropped_torn_line = false;
 };
 
@@ -52,6 +55,8 @@ Assignment assignment_from_json(const nlohmann::json& j);
 nlohmann::json to_json(const Outcome& o);
 Outcome outcome_from_json(const nlohmann::json& j);
 
+// A record that cannot be written whole (a full disk) throws JournalError
+// after cutting the file back to its last whole record.
 class JournalWriter {
  public:
   // Opens for appending; with truncate, starts the file anew. Throws
@@ -64,6 +69,7 @@ class JournalWriter {
   void header(const nlohmann::json& header);
   void started(int trial, const Assignment& config, double time_s, bool confirm = false);
   void finished(int trial, const Assignment& config, const Outcome& outcome, double time_s, bool confirm = false);
+  void note(const std::string& text, double time_s);
   const std::filesystem::path& path() const { return m_path; }
 
  private:

@@ -11,26 +11,6 @@
 
 namespace autotune {
 
-std::vector<std::string> detect_gpus() {
-  std::vector<std::string> out;
-  if (const char* v = std::getenv("CUDA_VISIBLE_DEVICES")) {
-    // Slots then index the visible devices, 0..n-1, as CUDA renumbers them.
-    std::string s(v);
-    std::size_t n = s.empty() ? 0 : static_cast<std::size_t>(std::count(s.begin(), s.end(), ',') + 1);
-    if (s == "-1" || s == "none" || s == "NoDevFiles") n = 0;
-    for (std::size_t i = 0; i < n; ++i) out.push_back(std::to_string(i));
-    return out;
-  }
-  std::error_code ec;
-  std::size_t n = 0;
-  for (const auto& e : std::filesystem::directory_iterator("/proc/driver/nvidia/gpus", ec)) {
-    (void)e;
-    ++n;
-  }
-  for (std::size_t i = 0; i < n; ++i) out.push_back(std::to_string(i));
-  return out;
-}
-
 std::vector<int> allowed_cpus() {
   std::vector<int> out;
   cpu_set_t set;

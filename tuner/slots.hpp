@@ -22,14 +22,11 @@ struct SlotPlan {
   std::string summary;  // one line for the log, e.g. "4 slots, GPU 0..3, 4 CPUs each"
 };
 
-// GPUs visible to this process: CUDA_VISIBLE_DEVICES when set, else the
-// NVIDIA driver's list (/proc/driver/nvidia/gpus), else none.
-std::vector<std::string> detect_gpus();
 // CPUs this process may run on (its affinity mask).
 std::vector<int> allowed_cpus();
 
-// Splits GPUs and CPUs over `parallel` slots. gpus: the spec's list ("auto"
-// already expanded by the caller); fewer GPU entries than slots is an error
+// Splits GPUs and CPUs over `parallel` slots. gpus: the spec's list (`auto`
+// is expanded by the loader, tuner/devices.hpp); fewer GPU entries than slots is an error
 // (std::invalid_argument) since two trials would share a device.
 SlotPlan plan_slots(int parallel, const std::vector<std::string>& gpus, const std::vector<int>& cpus,
                     bool pin_cpus);

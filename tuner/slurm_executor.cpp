@@ -9,8 +9,9 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "tuner/interrupt.hpp"
 #include "tuner/journal.hpp"
+#include "tuner/runner.hpp"
+#include "tuner/wire.hpp"
 #include "workloads/subprocess.hpp"
 
 namespace autotune {
@@ -58,18 +59,15 @@ void cancel_steps(const std::string& step_name) {
   }
 }
 
-class SlurmExecutor final : public TrialExecutor {
+// One trial as one step.
+class SlurmStepRunner final : public TrialRunner {
  public:
-  SlurmExecutor(Workload& w, int repeats, SlurmSettings s) : m_w(w), m_repeats(std::max(1, repeats)), m_s(std::move(s)) {}
+  SlurmStepRunner(Workload& w, SlurmSettings s) : m_w(w), m_s(std::move(s)) {}
 
-  Outcome run(const Assignment& config, const TrialContext& ctx) override {
-    return measure_repeated(m_repeats, ctx, [&](const TrialContext& rc) { return once(config, rc); });
-  }
-
- private:
-  Outcome once(const Assignment& config, const TrialContext& ctx) {
+  Outcome once(const Assignment& config, const TrialContext& ctx) override {
     ExternalCommand cmd;
-    if (auto ext = m_w.external_command(config, ctx)) {
+    const std::optional<ExternalCommand> ext = m_w.external_command(config, ctx);
+    if (ext) {
       cmd = *ext;
     } else {
       cmd.argv = {m_s.self_exe.string(), "trial", "--config", m_s.spec_file.string(), "--values",
@@ -81,7 +79,7 @@ class SlurmExecutor final : public TrialExecutor {
     ChildOptions opt;
     opt.timeout_s = ctx.timeout_s;
     opt.term_grace_s = m_s.term_grace_s;
-    opt.cancel = [] { return interrupted(); };
+    opt.cancel = [&ctx] { return trial_cancelled(ctx); };
     opt.log_dir = ctx.log_dir;
     ExternalRun run = run_external(cmd, ctx.env, opt);
     if (run.timed_out || run.cancelled || run.runner_killed) cancel_steps(step_name);
@@ -91,7 +89,7 @@ class SlurmExecutor final : public TrialExecutor {
       run.signal = run.exit_code - 128;
       run.exit_code = -1;
     }
-    Outcome o = m_w.interpret(run, ctx);
+    Outcome o = ext ? m_w.interpret(run, ctx) : outcome_from_wire(run, run.stdout_tail, ctx);
     // Slurm's cgroup OOM killer reports itself on srun's standard error.
     if (!o.ok() && o.status != Status::timeout &&
         (run.stderr_tail.find("oom-kill") != std::string::npos ||
@@ -104,7 +102,6 @@ class SlurmExecutor final : public TrialExecutor {
   }
 
   Workload& m_w;
-  int m_repeats;
   SlurmSettings m_s;
 };
 
@@ -132,8 +129,12 @@ std::vector<std::string> srun_argv(const SlurmSettings& s, const std::string& st
   return a;
 }
 
-std::unique_ptr<TrialExecutor> make_slurm_executor(Workload& w, int repeats, SlurmSettings settings) {
-  return std::make_unique<SlurmExecutor>(w, repeats, std::move(settings));
+std::unique_ptr<Executor> make_slurm_executor(Workload& w, SlurmSettings settings, int steps) {
+  steps = std::max(1, steps);
+  std::shared_ptr<TrialRunner> runner = std::make_shared<SlurmStepRunner>(w, std::move(settings));
+  return make_pool_executor([runner](const Assignment& a, const TrialContext& ctx) { return runner->once(a, ctx); },
+                            std::vector<Slot>(static_cast<std::size_t>(steps)),
+                            fmt::format("up to {} Slurm step{} at once", steps, steps == 1 ? "" : "s"));
 }
 
 }  // namespace autotune

@@ -6,12 +6,15 @@
 // (which cancels the step), then SIGKILL, and any step of that trial still
 // listed by squeue is scancel'ed, since a SIGKILLed srun leaves its step
 // running. srun's exit status and standard error are classified as for local
-// trials; each trial records the node it ran on (label `node`).
+// trials; each trial records the node it ran on (label `node`). A built-in
+// workload's step runs `autotune trial`, whose last line of output is the
+// Outcome in the wire format (tuner/wire.hpp): it journals exactly what a
+// local trial does.
 #include <filesystem>
 #include <memory>
 #include <string>
 
-#include "tuner/runner.hpp"
+#include "tuner/executor.hpp"
 #include "tuner/spec.hpp"
 
 namespace autotune {
@@ -28,7 +31,8 @@ struct SlurmSettings {
 // a Slurm allocation (no SLURM_JOB_ID) or srun is not on PATH.
 void require_slurm_allocation();
 
-std::unique_ptr<TrialExecutor> make_slurm_executor(Workload& w, int repeats, SlurmSettings settings);
+// `steps` trials at once, each its own step (no placement of ours: Slurm's).
+std::unique_ptr<Executor> make_slurm_executor(Workload& w, SlurmSettings settings, int steps);
 
 // The srun command line for one trial (exposed for tests).
 std::vector<std::string> srun_argv(const SlurmSettings& s, const std::string& step_name,

@@ -95,10 +95,6 @@ SpecLoadResult load_spec_file(const std::filesystem::path& path);
 SpecLoadResult load_spec_text(const std::string& text, const std::string& name,
                               const std::filesystem::path& base_dir);
 
-// Whether `kind: auto` picks cuda here: the binary has it and the driver shows
-// a device (checked without initialising CUDA).
-bool cuda_device_present();
-
 // The config the README's first command runs when no --config is given.
 const std::string& embedded_default_spec();
 

@@ -21,7 +21,10 @@
 
 #include "search/knobs.hpp"
 #include "search/strategy.hpp"
+#include "tuner/devices.hpp"
 #include "tuner/spec.hpp"
+
+#include "tuner/devices.hpp"
 
 namespace autotune {
 namespace fs = std::filesystem;
@@ -948,23 +951,6 @@ void Loader::read_initial(const Entry& e, const std::string& path) {
   }
 }
 
-// GPUs visible on this machine, by /dev/nvidiaN device files.
-std::vector<std::string> visible_gpus() {
-  std::vector<int> ids;
-  std::error_code ec;
-  for (const auto& d : fs::directory_iterator("/dev", ec)) {
-    const std::string name = d.path().filename().string();
-    if (name.rfind("nvidia", 0) != 0 || name.size() == 6) continue;
-    std::int64_t id = 0;
-    if (parse_int(std::string_view(name).substr(6), id) == IntParse::ok && id >= 0)
-      ids.push_back(static_cast<int>(id));
-  }
-  std::sort(ids.begin(), ids.end());
-  std::vector<std::string> out;
-  for (int i : ids) out.push_back(std::to_string(i));
-  return out;
-}
-
 void Loader::read_executor(const Entry& e) {
   if (!expect_map(e.value, e.loc, "executor", "a map with kind (local or slurm) and its options")) return;
   Entries keys = read_map(e.value, "executor", &kExecutorKeys);
@@ -975,7 +961,7 @@ void Loader::read_executor(const Entry& e) {
     // `gpus: auto` lists every visible GPU; else a list with one entry per
     // slot (`[0, 1]`, or `["0,1", "2,3"]` for two per slot).
     if (k->value.IsScalar() && k->value.Scalar() == "auto") {
-      x.gpus = visible_gpus();
+      x.gpus = probe_gpus().ids;
     } else if (k->value.IsSequence()) {
       if (auto v = get_string_list(k->value, k->loc, "executor.gpus")) x.gpus = *v;
     } else {
@@ -1268,11 +1254,6 @@ SpecLoadResult load_spec_file(const fs::path& path) {
   if (r.spec) r.spec->file = path;
   return r;
 }
-
-// `kind: auto` picks cuda when the binary has it and the driver shows a
-// device; checked without touching CUDA, which must not be initialised in a
-// process that later forks trials.
-bool cuda_device_present() { return find_workload("cuda") && fs::exists("/dev/nvidiactl"); }
 
 // configs/default_cpu.yaml and configs/default_gpu.yaml, embedded at build
 // time (cmake/EmbedText.cmake): one source, which users can copy.

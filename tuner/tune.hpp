@@ -1,65 +1,47 @@
 #pragma once
-// The tuning loop: ask the strategy, measure, journal, tell; stop on budget,
-// time, exhaustion or Ctrl-C. Knows nothing of YAML or the command line.
-#include <functional>
+// The tuning loop: ask the strategy, schedule the trial, journal it, tell the
+// strategy; stop on budget, time, exhaustion, Ctrl-C or a failure of the tool
+// itself; then confirm the best few. Knows nothing of YAML or the command
+// line. What it measured is the Study (tuner/study.hpp).
 #include <iosfwd>
-#include <map>
-#include <optional>
-#include <string>
+#include <stdexcept>
 #include <vector>
 
-#include "search/outcome.hpp"
-#include "search/space.hpp"
-#include "search/strategy.hpp"
 #include <nlohmann/json.hpp>
 
-#include "tuner/confirm.hpp"
+#include "search/strategy.hpp"
+#include "tuner/executor.hpp"
 #include "tuner/spec.hpp"
+#include "tuner/study.hpp"
 
 namespace autotune {
-
-struct TrialRecord {
-  int trial = 0;
-  Config config;
-  Outcome outcome;
-  bool replayed = false;  // came from the journal on --resume
-};
-
-struct TuneResult {
-  std::vector<TrialRecord> trials;     // every finished search trial, journal's first
-  std::optional<Config> best;          // the strategy's recommendation among measured ones, or the confirmed choice
-  std::optional<Outcome> best_outcome; // what was measured for it (confirmed: its re-measurement)
-  std::vector<TrialRecord> confirmations;  // search.confirm: re-measurements after the search, journal's first
-  std::vector<ConfirmRow> confirmed;       // search.confirm: each candidate with all its measurements
-  std::optional<TrialRecord> baseline; // the first `initial` configuration, when measured
-  double elapsed_s = 0;                // this process plus earlier sessions of the journal
-  std::string stopped_by;              // budget | time | exhausted | interrupted
-};
 
 struct TuneOptions {
   bool resume = false;
   std::ostream* progress = nullptr;  // nullptr: silent
   bool live = false;                 // rewrite one progress line (a terminal) instead of a line per trial
-  // Gives a trial what its parallel slot owns (GPU environment, CPU set).
-  std::function<void(int slot, TrialContext& ctx)> prepare_slot;
+  bool verbose = false;              // also print the search's notes
 };
 
-// Measures one configuration; never throws for a failed trial.
-using MeasureFn = std::function<Outcome(const Assignment&, const TrialContext&)>;
-
+// The journal given to --resume cannot be used (another space, corrupt): bad
+// input, nothing was run.
 struct TuneError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-// Throws TuneError when the journal cannot be used (another space, corrupt).
-TuneResult run_tuning(const Spec& spec, const MeasureFn& measure, const TuneOptions& options);
+// Runs the search on `executor`. Throws TuneError before anything runs when
+// the journal cannot be resumed, and JournalError when it cannot be opened.
+// A failure after that (a journal write, the strategy, anything thrown while
+// trials are in flight) stops new trials, stops the running ones, keeps every
+// finished record and returns with stopped_by "failed" and the reason in
+// `failure`.
+Study run_tuning(const Spec& spec, Executor& executor, const TuneOptions& options);
+// The same on spec.search.parallel plain local slots over `measure`.
+Study run_tuning(const Spec& spec, const MeasureFn& measure, const TuneOptions& options);
 
 // What a strategy is given for one run over `space`.
 StrategyContext strategy_context(const SearchSpace& space, std::uint64_t seed, int budget,
                                  std::vector<Config> initial, const Limits& limits);
-
-// A measured outcome that breaks a limit becomes `invalid`, naming the limit.
-Outcome apply_limits(Outcome o, const Limits& limits);
 
 // The journal header for a spec (space hash, parameters, strategy, seed).
 nlohmann::json journal_header(const Spec& spec);

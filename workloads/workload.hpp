@@ -6,6 +6,7 @@
 // per trial (isolation). measure() never throws for a failed trial: an
 // out-of-memory, a bad configuration or a missing device is an Outcome with a
 // status and a reason. It may throw only for bugs.
+#include <atomic>
 #include <cstdint>
 #include <filesystem>
 #include <functional>
@@ -70,6 +71,9 @@ struct TrialContext {
   std::map<std::string, std::string> env;
   // CPUs a trial's child process is pinned to (empty: not pinned).
   std::vector<int> cpus;
+  // Set by the scheduler when its trials must stop (the tool itself failed);
+  // a runner stops a running child as it does on Ctrl-C. May be null.
+  std::shared_ptr<const std::atomic<bool>> stop;
 };
 
 class Workload {

@@ -104,7 +104,7 @@ class ConfirmRun : public ::testing::Test {
 
 TEST_F(ConfirmRun, WithoutConfirmTheLuckyRunWins) {
   const Spec s = spec(0);
-  const TuneResult r = run_tuning(s, scripted(), {});
+  const Study r = run_tuning(s, scripted(), {});
   EXPECT_EQ(batch(s, r.best), 128);
   EXPECT_TRUE(r.confirmations.empty());
   EXPECT_EQ(total_calls(), 4);
@@ -112,7 +112,7 @@ TEST_F(ConfirmRun, WithoutConfirmTheLuckyRunWins) {
 
 TEST_F(ConfirmRun, TheSteadyConfigurationWinsOnTheMeanAndEverythingIsJournaled) {
   const Spec s = spec(2);
-  const TuneResult r = run_tuning(s, scripted(), {});
+  const Study r = run_tuning(s, scripted(), {});
   EXPECT_EQ(total_calls(), 6);  // 4 search trials + 2 confirmations, outside the budget
   EXPECT_EQ(r.trials.size(), 4u);
   ASSERT_EQ(r.confirmations.size(), 2u);
@@ -154,7 +154,7 @@ TEST_F(ConfirmRun, ResumeMeasuresOnlyTheConfirmationsTheJournalLacks) {
   resume.resume = true;
   // Now two candidates: 128 is confirmed already, only 64 is measured.
   const Spec s = spec(2);
-  const TuneResult r = run_tuning(s, scripted(), resume);
+  const Study r = run_tuning(s, scripted(), resume);
   EXPECT_EQ(total_calls(), 1);
   EXPECT_EQ(m_calls[64], 1);
   EXPECT_EQ(r.trials.size(), 4u);
@@ -162,7 +162,7 @@ TEST_F(ConfirmRun, ResumeMeasuresOnlyTheConfirmationsTheJournalLacks) {
   EXPECT_EQ(batch(s, r.best), 64);
   // And again: nothing left to measure.
   m_calls.clear();
-  const TuneResult again = run_tuning(s, scripted(), resume);
+  const Study again = run_tuning(s, scripted(), resume);
   EXPECT_EQ(total_calls(), 0);
   EXPECT_EQ(batch(s, again.best), 64);
 }
@@ -170,7 +170,7 @@ TEST_F(ConfirmRun, ResumeMeasuresOnlyTheConfirmationsTheJournalLacks) {
 TEST_F(ConfirmRun, AConfigurationThatFailsWhenRunAgainIsNotChosen) {
   m_fail_again = {64};
   const Spec s = spec(2);
-  const TuneResult r = run_tuning(s, scripted(), {});
+  const Study r = run_tuning(s, scripted(), {});
   ASSERT_EQ(r.confirmed.size(), 2u);
   EXPECT_FALSE(r.confirmed[1].all_ok);
   EXPECT_EQ(batch(s, r.best), 128);  // mean 750, the only one that held up
@@ -183,7 +183,7 @@ TEST_F(ConfirmRun, AConfigurationThatFailsWhenRunAgainIsNotChosen) {
 TEST_F(ConfirmRun, WhenEveryCandidateFailsAgainTheFastestUnrefutedOneIsTheAnswer) {
   m_fail_again = {64, 128};
   const Spec s = spec(2);
-  const TuneResult r = run_tuning(s, scripted(), {});
+  const Study r = run_tuning(s, scripted(), {});
   EXPECT_EQ(batch(s, r.best), 32);
   EXPECT_DOUBLE_EQ(r.best_outcome->throughput, 32);
 }
@@ -192,7 +192,7 @@ TEST_F(ConfirmRun, AnInterruptedSearchIsNotConfirmed) {
   const Spec s = spec(2);
   int calls = 0;
   auto measure = scripted();
-  const TuneResult r = run_tuning(
+  const Study r = run_tuning(
       s,
       [&](const Assignment& a, const TrialContext& ctx) {
         if (++calls == 4) request_interrupt();

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "tests/support/proc_util.hpp"
+#include "tuner/scheduler.hpp"
 #include "workloads/workloads.hpp"
 
 namespace autotune {
@@ -31,6 +32,32 @@ class LambdaWorkload : public Workload {
  private:
   std::function<Outcome(const TrialContext&)> m_f;
 };
+
+// One trial as the tuner measures it: a runner's measurements, with the
+// scheduler's repeats and limits around them, on one local slot.
+class OneTrial {
+ public:
+  OneTrial(std::unique_ptr<TrialRunner> runner, int repeats) : m_runner(std::move(runner)), m_repeats(repeats) {}
+  Outcome run(const Assignment& a, const TrialContext& c) {
+    auto pool = make_local_executor([this](const Assignment& x, const TrialContext& y) { return m_runner->once(x, y); });
+    TrialSettings s;
+    s.repeats = m_repeats;
+    s.limits = c.limits;
+    Scheduler scheduler(*pool, s);
+    scheduler.submit(c.trial, a, c);
+    return scheduler.wait_next().outcome;
+  }
+
+ private:
+  std::unique_ptr<TrialRunner> m_runner;
+  int m_repeats;
+};
+std::unique_ptr<OneTrial> make_process_executor(Workload& w, int repeats, double grace = 5.0) {
+  return std::make_unique<OneTrial>(make_process_runner(w, grace), repeats);
+}
+std::unique_ptr<OneTrial> make_inline_executor(Workload& w, int repeats) {
+  return std::make_unique<OneTrial>(make_inline_runner(w), repeats);
+}
 
 Assignment cfg() { return Assignment({{"batch_size", Value{std::int64_t{64}}}}); }
 

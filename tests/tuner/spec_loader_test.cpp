@@ -10,6 +10,7 @@
 #include <fstream>
 
 #include "search/strategy.hpp"
+#include "tuner/devices.hpp"
 
 namespace autotune {
 namespace {

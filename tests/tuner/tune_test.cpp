@@ -15,6 +15,7 @@
 #include "tuner/emitter.hpp"
 #include "tuner/interrupt.hpp"
 #include "tuner/journal.hpp"
+#include "tuner/scheduler.hpp"
 #include "workloads/synthetic.hpp"
 #include "workloads/workloads.hpp"
 
@@ -84,7 +85,7 @@ TEST_F(TuneTest, GridFindsTheExhaustiveOptimum) {
     auto o = w->expected(spec.space.to_assignment(c));
     if (o && o->ok()) optimum = std::max(optimum, o->throughput);
   }
-  TuneResult r = run_tuning(spec, measure_with(*w), {});
+  Study r = run_tuning(spec, measure_with(*w), {});
   EXPECT_EQ(r.trials.size(), all->size());
   EXPECT_EQ(r.stopped_by, "exhausted");
   ASSERT_TRUE(r.best_outcome);
@@ -96,7 +97,7 @@ TEST_F(TuneTest, GridFindsTheExhaustiveOptimum) {
 TEST_F(TuneTest, BudgetStopsTheRunAndBaselineIsTheFirstInitial) {
   Spec spec = make_spec("random", 12);
   auto w = synthetic(0.02);
-  TuneResult r = run_tuning(spec, measure_with(*w), {});
+  Study r = run_tuning(spec, measure_with(*w), {});
   EXPECT_EQ(r.trials.size(), 12u);
   EXPECT_EQ(r.stopped_by, "budget");
   ASSERT_TRUE(r.baseline);
@@ -120,7 +121,7 @@ TEST_F(TuneTest, JournalRecordsEveryTrialAndResumeDoesNotRerun) {
   Spec spec = make_spec("random", 8);
   auto w = synthetic(0.02);
   int calls = 0;
-  TuneResult first = run_tuning(spec, measure_with(*w, &calls), {});
+  Study first = run_tuning(spec, measure_with(*w, &calls), {});
   EXPECT_EQ(calls, 8);
   JournalContents j = read_journal(spec.output.journal);
   EXPECT_EQ(j.header.value("space_hash", ""), spec.space.hash());
@@ -132,7 +133,7 @@ TEST_F(TuneTest, JournalRecordsEveryTrialAndResumeDoesNotRerun) {
   calls = 0;
   TuneOptions opt;
   opt.resume = true;
-  TuneResult second = run_tuning(spec, measure_with(*w, &calls), opt);
+  Study second = run_tuning(spec, measure_with(*w, &calls), opt);
   EXPECT_EQ(calls, 6);
   ASSERT_EQ(second.trials.size(), 14u);
   std::set<Config> seen;
@@ -167,7 +168,7 @@ TEST_F(TuneTest, TornLastLineIsDroppedAndUnfinishedTrialIsRerun) {
   std::vector<Assignment> measured;
   TuneOptions opt;
   opt.resume = true;
-  TuneResult r = run_tuning(
+  Study r = run_tuning(
       spec,
       [&](const Assignment& a, const TrialContext& ctx) {
         measured.push_back(a);
@@ -225,7 +226,7 @@ TEST_F(TuneTest, InterruptStopsAfterTheCurrentTrial) {
   Spec spec = make_spec("random", 50);
   auto w = synthetic();
   int calls = 0;
-  TuneResult r = run_tuning(
+  Study r = run_tuning(
       spec,
       [&](const Assignment& a, const TrialContext& ctx) {
         if (++calls == 4) request_interrupt();
@@ -241,7 +242,7 @@ TEST_F(TuneTest, InterruptStopsAfterTheCurrentTrial) {
 TEST_F(TuneTest, TunedYamlReadsBackWithBestBaselineSearchAndExports) {
   Spec spec = make_spec("grid", 0);
   auto w = synthetic();
-  TuneResult r = run_tuning(spec, measure_with(*w), {});
+  Study r = run_tuning(spec, measure_with(*w), {});
   write_tuned_yaml(spec, r, spec.output.tuned);
   YAML::Node y = YAML::LoadFile(spec.output.tuned.string());
   const Assignment best = spec.space.to_assignment(*r.best);
@@ -280,7 +281,7 @@ TEST_F(TuneTest, TunedYamlReadsBackWithBestBaselineSearchAndExports) {
 
 TEST_F(TuneTest, NoFeasibleConfigurationGivesANullBest) {
   Spec spec = make_spec("random", 4);
-  TuneResult r = run_tuning(
+  Study r = run_tuning(
       spec, [](const Assignment&, const TrialContext&) { return Outcome::failure(Status::oom, "too big"); }, {});
   EXPECT_FALSE(r.best_outcome);
   YAML::Node y = YAML::Load(render_tuned_yaml(spec, r));
@@ -296,7 +297,7 @@ TEST_F(TuneTest, ParallelSlotsRunTrialsConcurrentlyWithoutDuplicates) {
   std::mutex mu;
   std::set<int> slots;
   const auto t0 = std::chrono::steady_clock::now();
-  TuneResult r = run_tuning(
+  Study r = run_tuning(
       spec,
       [&](const Assignment& a, const TrialContext& ctx) {
         const int n = ++now;
@@ -331,7 +332,7 @@ TEST_F(TuneTest, SequentialStrategyStillFinishesWithParallelSlots) {
   Spec spec = make_spec("heuristic", 30);
   spec.search.parallel = 3;
   auto w = synthetic();
-  TuneResult r = run_tuning(spec, measure_with(*w), {});
+  Study r = run_tuning(spec, measure_with(*w), {});
   EXPECT_GT(r.trials.size(), 5u);
   EXPECT_TRUE(r.best_outcome);
 }

@@ -1,0 +1,70 @@
+#include "tuner/progress.hpp"
+
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "workloads/failure_reading.hpp"
+
+namespace autotune {
+namespace {
+
+// "  <first line of a failure's reason>", cut to a readable length.
+std::string reason_suffix(const Outcome& o) {
+  if (o.ok() || o.reason.empty()) return {};
+  std::string line(first_line(o.reason));
+  if (line.size() > 200) line = line.substr(0, 197) + "...";
+  return "  " + line;
+}
+
+}  // namespace
+
+std::string format_duration(double s) {
+  if (s < 60) return fmt::format("{:.0f}s", s);
+  if (s < 3600) return fmt::format("{:.0f}m{:02.0f}s", std::floor(s / 60), std::fmod(s, 60));
+  return fmt::format("{:.0f}h{:02.0f}m", std::floor(s / 3600), std::fmod(s / 60, 60));
+}
+
+void Progress::trial(const TrialRecord& t, const std::optional<double>& best, double elapsed, int done) {
+  if (!m_out) return;
+  const std::string status(to_string(t.outcome.status));
+  const std::string what = t.outcome.ok() ? fmt::format("{:.1f} samples/s", t.outcome.throughput) : status;
+  std::string eta;
+  if (m_budget > 0 && done > 0 && done < m_budget) eta = "  eta " + format_duration(elapsed / done * (m_budget - done));
+  const std::string budget = m_budget > 0 ? fmt::format("/{}", m_budget) : "";
+  const std::string best_s = best ? fmt::format("{:.1f}", *best) : "-";
+  if (m_live) {
+    *m_out << fmt::format("\r\033[Ktrial {}{}  {:8}  best {}  elapsed {}{}", done, budget, status, best_s,
+                          format_duration(elapsed), eta)
+           << std::flush;
+  } else {
+    // A failure's reason comes last, its first line only (the job's own
+    // words: the trial's log folder has the whole output).
+    *m_out << fmt::format("trial {}{}  {}{}  best {}  elapsed {}{}{}\n", done, budget, what,
+                          t.replayed ? "  (from the journal)" : "", best_s, format_duration(elapsed), eta,
+                          reason_suffix(t.outcome));
+  }
+  m_dirty = m_live;
+}
+
+void Progress::confirm(const TrialRecord& t, double search_throughput, int i, int n, double elapsed) {
+  if (!m_out) return;
+  finish();
+  const std::string what = t.outcome.ok() ? fmt::format("{:.1f} samples/s", t.outcome.throughput)
+                                          : std::string(to_string(t.outcome.status));
+  *m_out << fmt::format("confirm {}/{}  {}  (in the search {:.1f}){}  elapsed {}{}\n", i, n, what, search_throughput,
+                        t.replayed ? "  (from the journal)" : "", format_duration(elapsed), reason_suffix(t.outcome));
+}
+
+void Progress::note(const std::string& text) {
+  if (!m_out || !m_verbose) return;
+  finish();
+  *m_out << "note: " << text << "\n";
+}
+
+void Progress::finish() {
+  if (m_out && m_dirty) *m_out << "\n";
+  m_dirty = false;
+}
+
+}  // namespace autotune

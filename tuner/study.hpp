@@ -1,0 +1,72 @@
+#pragma once
+// The study: the record of one tuning run (its trials and their outcomes, the
+// confirmations, the answer, the baseline, how it ended). The journal replays
+// into it, the tuning loop adds to it, and everything that reports on a run
+// (tuned.yaml, the summary, confirmation) reads from it.
+#include <deque>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "search/outcome.hpp"
+#include "search/space.hpp"
+
+namespace autotune {
+
+struct JournalContents;
+
+struct TrialRecord {
+  int trial = 0;
+  Config config;
+  Outcome outcome;
+  bool replayed = false;  // came from the journal on --resume
+};
+
+// A configuration re-measured after the search (search.confirm), with every
+// measurement of it, the search trial first.
+struct ConfirmRow {
+  Config config;
+  std::vector<Outcome> measurements;
+  bool all_ok = false;  // every measurement ok: a configuration that fails when run again is never chosen
+  double mean = 0;      // mean throughput over the measurements, when all_ok
+  bool chosen = false;
+};
+
+struct Study {
+  std::vector<TrialRecord> trials;         // every finished search trial, the journal's first
+  std::vector<TrialRecord> confirmations;  // search.confirm: re-measurements after the search, the journal's first
+  std::vector<ConfirmRow> confirmed;       // search.confirm: each candidate with all its measurements
+  std::optional<Config> best;              // the strategy's recommendation among measured ones, or the confirmed choice
+  std::optional<Outcome> best_outcome;     // what was measured for it (confirmed: its re-measurement)
+  std::optional<TrialRecord> baseline;     // the first `initial` configuration, when measured
+  double elapsed_s = 0;                    // this process plus earlier sessions of the journal
+  std::string stopped_by;                  // budget | time | exhausted | interrupted | failed
+  std::string failure;                     // stopped_by == failed: what failed in the tool itself, one line
+  std::vector<std::string> notes;          // the search's diagnostics (also journaled as notes)
+
+  // The highest throughput of an ok search trial so far.
+  std::optional<double> best_throughput() const;
+  // The throughput of a configuration's ok search trial (0 when none).
+  double search_throughput(const Config& c) const;
+  // Sets `baseline` to the search trial of `initial` (the user's baseline).
+  void find_baseline(const Config& initial);
+};
+
+// What a journal holds for `space`: its finished trials (replayed), its
+// confirmations, the configurations started but never finished (run again
+// first on resume), the next trial number and the seconds already spent.
+struct Replay {
+  Study study;
+  std::deque<Config> unfinished;
+  int next_trial = 1;
+  double earlier_s = 0;
+};
+struct StudyError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+// Throws StudyError naming the journal when it records another space or a
+// configuration outside this one.
+Replay replay_journal(const JournalContents& journal, const SearchSpace& space, const std::filesystem::path& path);
+
+}  // namespace autotune
