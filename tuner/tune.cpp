@@ -115,7 +115,14 @@ class TuningRun {
       m_rerun.pop_front();
       return c;
     }
-    return m_strategy->ask();
+    // The strategy does not know of a re-run in flight and may propose its
+    // configuration: that trial's outcome will answer this proposal too.
+    while (auto c = m_strategy->ask()) {
+      const bool running = std::any_of(m_configs.begin(), m_configs.end(),
+                                       [&](const auto& kv) { return kv.second == *c; });
+      if (!running) return c;
+    }
+    return std::nullopt;
   }
 
   // Up to `parallel` trials in flight. The strategy is only touched on this

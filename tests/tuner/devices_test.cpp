@@ -5,13 +5,13 @@
 #include <fstream>
 #include <map>
 
-#include "tests/support/temp_dir.hpp"
+#include "tests/support/proc_util.hpp"
 
 namespace autotune {
 namespace {
 
 // A /dev with `n` GPU device files (and the control file, which is no GPU).
-std::filesystem::path fake_dev(const TempDir& dir, int n) {
+std::filesystem::path fake_dev(const testing::ScratchDir& dir, int n) {
   const auto dev = dir.path() / "dev";
   std::filesystem::create_directories(dev);
   std::ofstream(dev / "nvidiactl");
@@ -32,14 +32,14 @@ GpuProbe probe(const std::map<std::string, std::string>& env, const std::filesys
 using Ids = std::vector<std::string>;
 
 TEST(Devices, WithoutARestrictionEveryDeviceFileIsAGpu) {
-  TempDir d;
+  testing::ScratchDir d;
   const GpuProbe p = probe({}, fake_dev(d, 4));
   EXPECT_EQ(p.ids, (Ids{"0", "1", "2", "3"}));
   EXPECT_EQ(p.source, "/dev");
 }
 
 TEST(Devices, CudaVisibleDevicesRestrictsToTheEntriesAsWritten) {
-  TempDir d;
+  testing::ScratchDir d;
   const auto dev = fake_dev(d, 8);
   // A slot given entry i must see the i-th device this process was given:
   // the entries themselves, never 0..n-1 renumbered.
@@ -51,7 +51,7 @@ TEST(Devices, CudaVisibleDevicesRestrictsToTheEntriesAsWritten) {
 }
 
 TEST(Devices, SlurmsGpuListCountsWhenCudaVisibleDevicesIsUnset) {
-  TempDir d;
+  testing::ScratchDir d;
   const auto dev = fake_dev(d, 8);
   EXPECT_EQ(probe({{"SLURM_STEP_GPUS", "5,6"}, {"SLURM_JOB_GPUS", "4,5,6,7"}}, dev).ids, (Ids{"5", "6"}));
   EXPECT_EQ(probe({{"SLURM_JOB_GPUS", "4,5,6,7"}}, dev).source, "SLURM_JOB_GPUS");
@@ -59,7 +59,7 @@ TEST(Devices, SlurmsGpuListCountsWhenCudaVisibleDevicesIsUnset) {
 }
 
 TEST(Devices, NoDeviceFileMeansNoGpuWhateverTheEnvironmentSays) {
-  TempDir d;
+  testing::ScratchDir d;
   const GpuProbe p = probe({{"CUDA_VISIBLE_DEVICES", "0,1"}}, fake_dev(d, 0));
   EXPECT_TRUE(p.ids.empty());
   EXPECT_EQ(p.source, "none");
