@@ -119,4 +119,42 @@ TEST_F(SlurmExecutor, TrialsRunAsStepsHangsAreCancelledCrashesClassified) {
   EXPECT_EQ(n, 2);
 }
 
+// A built-in workload's step runs `autotune trial` on the node, which sends
+// its Outcome back in the journal's wire format: the node's trial journals
+// what a local trial of the same configuration and seed does (status,
+// throughput, metrics, reason), plus where it ran.
+TEST_F(SlurmExecutor, ABuiltInTrialOnANodeJournalsWhatALocalOneDoes) {
+  if (!m_skip.empty()) GTEST_SKIP() << m_skip;
+  auto spec = [&](const std::string& name, const std::string& executor) {
+    std::ofstream(m_dir / (name + ".yaml"))
+        << "workload: {kind: synthetic, profile: balanced, noise: 0.05}\n"
+        << "space:\n  batch_size: {values: [32, 64]}\n  num_workers: {values: [0, 4]}\n"
+        << "search: {strategy: grid, budget: 4, seed: 9}\n"
+        << executor << "output: {tuned: " << (m_dir / (name + ".tuned.yaml")).string() << "}\n";
+    return (m_dir / (name + ".yaml")).string();
+  };
+  const auto local = sh(std::string(AUTOTUNE_BINARY) + " --quiet --config " + spec("local", ""));
+  ASSERT_EQ(local.first, 0) << local.second;
+  const auto remote = sh(slurm("salloc --quiet -n 1 " + std::string(AUTOTUNE_BINARY) + " --quiet --config " +
+                               spec("remote", "executor: {kind: slurm, cpus_per_trial: 1}\n")));
+  ASSERT_EQ(remote.first, 0) << remote.second;
+  const auto a = autotune::read_journal(m_dir / "local.tuned.journal.jsonl");
+  const auto b = autotune::read_journal(m_dir / "remote.tuned.journal.jsonl");
+  ASSERT_EQ(a.trials.size(), 4u);
+  ASSERT_EQ(b.trials.size(), 4u);
+  for (std::size_t i = 0; i < 4; ++i) {
+    ASSERT_TRUE(a.trials[i].outcome && b.trials[i].outcome);
+    const autotune::Outcome& x = *a.trials[i].outcome;
+    const autotune::Outcome& y = *b.trials[i].outcome;
+    EXPECT_EQ(a.trials[i].config.describe(), b.trials[i].config.describe());
+    EXPECT_EQ(x.status, y.status) << y.reason;
+    EXPECT_DOUBLE_EQ(x.throughput, y.throughput) << "the same seed gives the same measurement";
+    EXPECT_EQ(x.metrics, y.metrics);
+    EXPECT_EQ(x.reason, y.reason);
+    EXPECT_EQ(y.labels.count("node"), 1u);
+    EXPECT_EQ(y.labels.count("slurm_step"), 1u);
+    EXPECT_GT(y.seconds, 0);
+  }
+}
+
 }  // namespace
