@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <fstream>
+#include <latch>
 #include <mutex>
 #include <set>
 
@@ -80,8 +81,10 @@ TEST(Scheduler, LimitsAreAppliedOnceToTheTrialsOutcome) {
 
 TEST(Scheduler, TheSlotsPlacementReachesTheTrialAndItsLabels) {
   const SlotPlan plan = plan_slots(2, {"3", "5"}, {0, 1}, true);
+  std::latch both_running(2);  // a finished trial would free its slot for the next
   auto pool = make_local_executor(
-      [](const Assignment&, const TrialContext& c) {
+      [&](const Assignment&, const TrialContext& c) {
+        both_running.arrive_and_wait();
         Outcome o = Outcome::success(1);
         o.labels["seen"] = c.env.count("CUDA_VISIBLE_DEVICES") ? c.env.at("CUDA_VISIBLE_DEVICES") : "";
         return o;

@@ -132,8 +132,8 @@ TEST_F(CudaModule, ACpuTrialDoesNotCarryCublas) {
   // machine); without them the binary and its Debian libraries take 6 MiB.
   const auto o = trial("{kind: cpu, max_seconds: 1, warmup_seconds: 0.3}", "env -u AUTOTUNE_CUDA_MODULE");
   ASSERT_EQ(o.value("status", ""), "ok") << o.dump();
-  ASSERT_TRUE(o.contains("ram_baseline_bytes")) << o.dump();
-  EXPECT_LT(o["ram_baseline_bytes"].get<double>(), 64.0 * 1024 * 1024) << o.dump();
+  ASSERT_TRUE(o["metrics"].contains("ram_baseline_bytes")) << o.dump();
+  EXPECT_LT(o["metrics"]["ram_baseline_bytes"].get<double>(), 64.0 * 1024 * 1024) << o.dump();
 }
 
 }  // namespace
