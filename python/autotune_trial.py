@@ -262,7 +262,7 @@ class Meter:
     for the warm-up); keywords override RULE's values.
     """
 
-    def __init__(self, p=None, *, batch_size=None, num_workers=None, prefetch_factor=None, **rule):
+    def __init__(self, p=None, *, batch_size=None, num_workers=None, prefetch_factor=None, stop_below=None, **rule):
         p = p or {}
         unknown = set(rule) - set(RULE)
         if unknown:
@@ -288,6 +288,15 @@ class Meter:
         self._windows = []         # closed: (t0, t1, samples, wait)
         self._timed_steps = 0
         self._stopped_by_rsd = False
+        # Racing: the tuner's bar (samples/s) in AUTOTUNE_STOP_BELOW; a trial
+        # surely below it stops early and reports raced (the harness's rule).
+        if stop_below is None:
+            try:
+                stop_below = float(os.environ.get("AUTOTUNE_STOP_BELOW", "0") or 0)
+            except ValueError:
+                stop_below = 0.0
+        self.stop_below = stop_below if stop_below and stop_below > 0 else 0.0
+        self._raced = False
 
     # -- marks
 
@@ -346,8 +355,12 @@ class Meter:
                 self._windows.append((w[0], now, w[1], w[2]))
             k = r["rsd_windows"]
             rates = [s / (t1 - t0) for t0, t1, s, _ in self._windows[-k:]]
+            all_rates = [s / (t1 - t0) for t0, t1, s, _ in self._windows]
             if full and len(rates) >= k and _rsd(rates) <= r["target_rsd"]:
                 self._stopped_by_rsd = True
+                self._finish(now)
+            elif full and self.stop_below and surely_below(all_rates, self.stop_below):
+                self._raced = True
                 self._finish(now)
             elif now - self._start >= r["max_s"]:
                 self._finish(now)
@@ -405,6 +418,8 @@ class Meter:
                              f"({self._warmup_steps} steps)" if exhausted else "no timed window completed")
         res["windows"] = len(self._windows)
         res["stopped_by_rsd"] = 1 if self._stopped_by_rsd else 0
+        if self._raced:
+            res["raced"] = 1
         res["warmup_complete"] = 1 if self._warmup_complete and self._warm else 0
         res["warmup_steps"] = self._warmup_steps
         res["timed_steps"] = self._timed_steps
@@ -454,6 +469,24 @@ class Meter:
             write_result({"status": "host_oom", "reason": f"MemoryError: {exc}"})
             return True
         return False  # any other exception: the traceback, and an `error` trial
+
+
+# One-sided 95% Student t quantiles for 1..10 degrees of freedom.
+_T95 = (6.314, 2.920, 2.353, 2.132, 2.015, 1.943, 1.895, 1.860, 1.833, 1.812)
+
+
+def surely_below(rates, bar, floor_rsd=0.02):
+    """Whether windows with these rates are below `bar` with 95% confidence
+    (the harness's racing rule, workloads/measure.hpp): the one-sided t upper
+    bound of their mean, the spread taken as at least floor_rsd of the mean,
+    is under the bar. Needs two windows or more."""
+    n = len(rates)
+    if n < 2 or bar <= 0:
+        return False
+    mean = sum(rates) / n
+    sd = max(_rsd(rates), floor_rsd) * mean
+    t = _T95[n - 2] if n - 1 <= 10 else 1.75
+    return mean + t * sd / math.sqrt(n) < bar
 
 
 def _rsd(values):

@@ -13,6 +13,7 @@
 #include "tuner/emitter.hpp"
 #include "tuner/interrupt.hpp"
 #include "tuner/time_split.hpp"
+#include "tuner/tuning_time.hpp"
 
 namespace autotune {
 namespace {
@@ -65,6 +66,8 @@ void print_summary(const Spec& spec, const Study& r) {
   std::cout << fmt::format("trials: {} ({}){} in {:.1f}s, stopped by {}\n", r.trials.size(), tally,
                            r.confirmations.empty() ? "" : fmt::format(" + {} confirmations", r.confirmations.size()),
                            r.elapsed_s, r.stopped_by);
+  const TuningTime time = tuning_time(r);
+  if (time.total_s > 0) std::cout << "time:   " << describe(time) << "\n";
   std::cout << "wrote:  " << spec.output.tuned.string() << " and " << spec.output.journal.string() << "\n";
 }
 

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "tuner/racing.hpp"
+
 
 namespace autotune {
 
@@ -9,7 +11,7 @@ std::vector<Config> confirm_candidates(const std::vector<TrialRecord>& trials, c
                                        int n) {
   std::vector<const TrialRecord*> ok;
   for (const auto& t : trials)
-    if (t.outcome.ok()) ok.push_back(&t);
+    if (t.outcome.ok() && !was_raced(t.outcome)) ok.push_back(&t);  // raced: below the bar, not a candidate
   // Stable: equal throughputs keep the order they were measured in.
   std::stable_sort(ok.begin(), ok.end(),
                    [](const TrialRecord* a, const TrialRecord* b) { return a->outcome.throughput > b->outcome.throughput; });

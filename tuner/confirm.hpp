@@ -14,7 +14,8 @@ namespace autotune {
 
 // Up to n distinct configurations to re-measure: the strategy's
 // recommendation first (when its search trial was ok), then the other
-// configurations whose search trial was ok, fastest measured first.
+// configurations whose search trial was ok, fastest measured first. A raced
+// trial (stopped below its bar) is never a candidate.
 std::vector<Config> confirm_candidates(const std::vector<TrialRecord>& trials, const std::optional<Config>& recommended,
                                        int n);
 

@@ -1,5 +1,6 @@
 #include "tuner/emitter.hpp"
 #include "tuner/time_split.hpp"
+#include "tuner/tuning_time.hpp"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -210,6 +211,16 @@ std::string render_tuned_yaml(const Spec& spec, const Study& r) {
   e << YAML::Key << "elapsed_s" << YAML::Value << round_sig(r.elapsed_s, 4);
   e << YAML::Key << "stopped_by" << YAML::Value << r.stopped_by;
   if (!r.failure.empty()) e << YAML::Key << "failure" << YAML::Value << r.failure;
+  // Where the minutes went (tuner/tuning_time.hpp).
+  const TuningTime time = tuning_time(r);
+  e << YAML::Key << "time" << YAML::Value << YAML::Flow << YAML::BeginMap;
+  e << YAML::Key << "warmup_s" << YAML::Value << round_sig(time.warmup_s, 4);
+  e << YAML::Key << "timed_s" << YAML::Value << round_sig(time.timed_s, 4);
+  e << YAML::Key << "other_s" << YAML::Value << round_sig(time.other_s, 4);
+  e << YAML::Key << "failed_s" << YAML::Value << round_sig(time.failed_s, 4);
+  e << YAML::Key << "raced_s" << YAML::Value << round_sig(time.raced_s, 4);
+  e << YAML::Key << "raced" << YAML::Value << time.raced;
+  e << YAML::EndMap;
   e << YAML::Key << "seed" << YAML::Value << spec.search.seed;
   e << YAML::Key << "space_hash" << YAML::Value << spec.space.hash();
   e << YAML::Key << "journal" << YAML::Value << spec.output.journal.string();

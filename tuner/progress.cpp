@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "tuner/racing.hpp"
 #include "workloads/failure_reading.hpp"
 
 namespace autotune {
@@ -28,7 +29,8 @@ std::string format_duration(double s) {
 void Progress::trial(const TrialRecord& t, const std::optional<double>& best, double elapsed, int done) {
   if (!m_out) return;
   const std::string status(to_string(t.outcome.status));
-  const std::string what = t.outcome.ok() ? fmt::format("{:.1f} samples/s", t.outcome.throughput) : status;
+  std::string what = t.outcome.ok() ? fmt::format("{:.1f} samples/s", t.outcome.throughput) : status;
+  if (was_raced(t.outcome)) what += fmt::format(" (raced, {:.1f}s)", t.outcome.seconds);
   std::string eta;
   if (m_budget > 0 && done > 0 && done < m_budget) eta = "  eta " + format_duration(elapsed / done * (m_budget - done));
   const std::string budget = m_budget > 0 ? fmt::format("/{}", m_budget) : "";

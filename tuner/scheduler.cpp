@@ -89,8 +89,10 @@ void Scheduler::start_repeat(int trial, InFlight& t) {
   m_executor.submit(trial, t.config, std::move(rc));
 }
 
-void Scheduler::submit(int trial, const Assignment& config, std::optional<std::uint64_t> seed_key) {
-  submit(trial, config, make_trial_context(m_settings, trial, seed_key.value_or(static_cast<std::uint64_t>(trial))));
+void Scheduler::submit(int trial, const Assignment& config, std::optional<std::uint64_t> seed_key, double stop_below) {
+  TrialContext ctx = make_trial_context(m_settings, trial, seed_key.value_or(static_cast<std::uint64_t>(trial)));
+  ctx.stop_below = stop_below;
+  submit(trial, config, ctx);
 }
 
 void Scheduler::submit(int trial, const Assignment& config, const TrialContext& ctx) {
@@ -114,7 +116,8 @@ std::optional<Scheduler::Done> Scheduler::wait_any(std::chrono::milliseconds wai
     t.seconds += run->outcome.seconds;
     const int r = static_cast<int>(t.runs.size());
     Outcome o = std::move(run->outcome);
-    if (o.ok() && r + 1 < m_settings.repeats) {
+    const bool raced = o.metric("raced").value_or(0) > 0;
+    if (o.ok() && !raced && r + 1 < m_settings.repeats) {
       t.runs.push_back(std::move(o));
       start_repeat(run->ticket, t);  // its slot just came free
       continue;
@@ -122,6 +125,12 @@ std::optional<Scheduler::Done> Scheduler::wait_any(std::chrono::milliseconds wai
     if (!o.ok()) {
       // The first failure ends the repeats and is the outcome.
       if (m_settings.repeats > 1) o.reason = fmt::format("repeat {} of {}: {}", r + 1, m_settings.repeats, o.reason);
+    } else if (raced) {
+      // Surely below the bar: what the repeats so far add is no reason to go on.
+      t.runs.push_back(std::move(o));
+      const bool several = t.runs.size() > 1;
+      o = combine_repeats(std::move(t.runs));
+      if (several) o.metrics["raced"] = 1;
     } else {
       t.runs.push_back(std::move(o));
       o = combine_repeats(std::move(t.runs));

@@ -64,8 +64,10 @@ class Scheduler {
   const TrialSettings& settings() const { return m_settings; }
 
   // Starts trial number `trial` (requires has_room()); its seed comes from
-  // `seed_key` (default: the trial number).
-  void submit(int trial, const Assignment& config, std::optional<std::uint64_t> seed_key = std::nullopt);
+  // `seed_key` (default: the trial number); `stop_below` is its racing bar
+  // (0: measure in full). A raced repeat ends the trial's repeats.
+  void submit(int trial, const Assignment& config, std::optional<std::uint64_t> seed_key = std::nullopt,
+              double stop_below = 0);
   // The same with a context made by the caller (a test that sets its own
   // seed, timeout or log folder).
   void submit(int trial, const Assignment& config, const TrialContext& ctx);

@@ -35,6 +35,9 @@ struct SearchSpec {
   std::vector<Config> initial;   // validated: in the space and satisfying the rules
   int confirm = 0;               // after the search, re-measure this many of the best once each (tuner/confirm.hpp)
   int parallel = 1;              // trials in flight
+  // Racing (tuner/racing.hpp): a trial surely below (1 - race_margin) x the
+  // incumbent stops early; negative: off (`race: false`).
+  double race_margin = 0.05;
 };
 
 // Where trials run (`executor:`). See README "Parallel trials".

@@ -10,6 +10,7 @@
 #include "tuner/interrupt.hpp"
 #include "tuner/journal.hpp"
 #include "tuner/progress.hpp"
+#include "tuner/racing.hpp"
 #include "tuner/scheduler.hpp"
 #include "workloads/failure_reading.hpp"
 
@@ -51,6 +52,15 @@ class TuningRun {
     if (m_study.best)
       for (const auto& t : m_study.trials)
         if (t.config == *m_study.best && t.outcome.ok()) m_study.best_outcome = t.outcome;
+    // A raced trial is never the answer: the fastest measured in full is.
+    if (!m_study.best_outcome || was_raced(*m_study.best_outcome)) {
+      m_study.best.reset();
+      m_study.best_outcome.reset();
+      if (const TrialRecord* full = best_full_trial(m_study.trials)) {
+        m_study.best = full->config;
+        m_study.best_outcome = full->outcome;
+      }
+    }
     if (m_spec.search.confirm > 0 && m_study.stopped_by != "interrupted" && m_study.stopped_by != "failed")
       guarded([&] { confirm(); });
     m_progress.finish();
@@ -149,7 +159,7 @@ class TuningRun {
         const int trial = m_next_trial++;
         const Assignment a = m_space.to_assignment(*c);
         m_journal->started(trial, a, elapsed());
-        m_scheduler.submit(trial, a);
+        m_scheduler.submit(trial, a, std::nullopt, race_bar(m_study.trials, m_spec.search.race_margin));
         m_configs[trial] = *c;
         ++m_started;
       }

@@ -212,6 +212,8 @@ std::optional<ExternalCommand> CommandWorkload::external_command(const Assignmen
   cmd.env = m_env;
   for (const auto& [name, value] : config.items()) cmd.env[autotune_env_name(name)] = to_string(value);
   cmd.env["AUTOTUNE_TRIAL"] = std::to_string(ctx.trial);
+  // Racing: the script may stop once it is surely slower (autotune_trial does).
+  if (ctx.stop_below > 0) cmd.env["AUTOTUNE_STOP_BELOW"] = fmt::format("{:.6g}", ctx.stop_below);
   // `import autotune_trial` works in every trial with no install step.
   if (const auto dir = trial_helper_dir(); !dir.empty()) {
     std::string path = dir.string();

@@ -42,6 +42,18 @@ double relative_spread(const double* values, std::size_t n) {
   return std::sqrt(ss / static_cast<double>(n - 1)) / std::abs(mean);
 }
 
+bool surely_below(const double* rates, std::size_t n, double bar, double floor_rsd) {
+  if (n < 2 || bar <= 0) return false;
+  // One-sided 95% Student t quantiles for n - 1 = 1..10 degrees of freedom.
+  static constexpr double kT95[] = {6.314, 2.920, 2.353, 2.132, 2.015, 1.943, 1.895, 1.860, 1.833, 1.812};
+  double mean = 0;
+  for (std::size_t i = 0; i < n; ++i) mean += rates[i];
+  mean /= static_cast<double>(n);
+  const double sd = std::max(relative_spread(rates, n), floor_rsd) * mean;
+  const double t = n - 1 <= 10 ? kT95[n - 2] : 1.75;
+  return mean + t * sd / std::sqrt(static_cast<double>(n)) < bar;
+}
+
 MeasureResult measure_steps(const MeasureConfig& c, const std::function<StepResult()>& step,
                             const SecondsClock& clock, const SecondsClock& cpu_clock) {
   MeasureResult r;
@@ -103,6 +115,10 @@ MeasureResult measure_steps(const MeasureConfig& c, const std::function<StepResu
     }
     if (rates.size() >= k && relative_spread(&rates[rates.size() - k], k) <= c.target_rsd) {
       r.stopped_by_rsd = true;
+      break;
+    }
+    if (c.stop_below > 0 && surely_below(rates.data(), rates.size(), c.stop_below)) {
+      r.raced = true;
       break;
     }
     if (clock() - start >= c.max_seconds && !windows.empty()) break;

@@ -17,6 +17,12 @@
 //    it by one window; a window the cap cuts short is dropped. The result averages the last `rsd_windows` windows
 //    (all windows if fewer): their samples over their seconds.
 //
+// 4. Racing (stop_below > 0, the bar the tuner sets: the incumbent's
+//    throughput, discounted): after each timed window, once there are two,
+//    the trial stops when it is below the bar with 95% confidence
+//    (`surely_below`), reporting what it measured with raced = true. A trial
+//    that is not clearly slower is measured in full.
+//
 // The step function does one training step and reports its samples and the
 // part of its time that was compute (the rest is waiting for data); `failed`
 // stops the measurement at once (the caller keeps the reason).
@@ -34,6 +40,7 @@ struct MeasureConfig {
   int rsd_windows = 5;
   double target_rsd = 0.02;
   double max_seconds = 6.0;
+  double stop_below = 0;  // samples/s; 0: no racing
 };
 
 struct StepResult {
@@ -46,7 +53,8 @@ struct MeasureResult {
   bool failed = false;             // a step reported failure
   double throughput = 0;           // samples/s over the last rsd_windows windows
   double throughput_rsd = 0;       // over the same windows; 0 with one window
-  bool stopped_by_rsd = false;     // false: the time cap (or a failure) stopped it
+  bool stopped_by_rsd = false;     // false: the time cap, racing (or a failure) stopped it
+  bool raced = false;              // stopped early below stop_below
   bool warmup_complete = true;     // both warm-up conditions were met
   double busy_fraction = 0;        // busy seconds / wall seconds, same windows
   // Process CPU seconds / wall seconds from the first timed window's start to
@@ -73,6 +81,12 @@ std::string validate(const MeasureConfig& c);
 MeasureResult measure_steps(const MeasureConfig& c, const std::function<StepResult()>& step,
                             const SecondsClock& clock = steady_seconds,
                             const SecondsClock& cpu_clock = process_cpu_seconds);
+
+// Whether windows with these rates are below `bar` with 95% confidence: the
+// one-sided Student t upper bound of their mean, with the spread taken as at
+// least `floor_rsd` of the mean (a few windows can agree by chance), is under
+// the bar. Needs two windows or more.
+bool surely_below(const double* rates, std::size_t n, double bar, double floor_rsd = 0.02);
 
 // Relative standard deviation (sample stddev / mean) of values; 0 for fewer
 // than two values or a zero mean.

@@ -61,6 +61,7 @@ std::string read_pipeline_knobs(const Options& opts, const Assignment& config, c
   m.target_rsd = opts.get_number("target_rsd");
   m.max_seconds = opts.get_number("max_seconds");
   if (ctx.timeout_s > 0) m.max_seconds = std::min(m.max_seconds, 0.8 * ctx.timeout_s);
+  m.stop_below = ctx.stop_below;
   return validate(m);
 }
 
@@ -72,6 +73,8 @@ void add_measure_metrics(const MeasureResult& r, Outcome& o) {
   o.metrics["timed_steps"] = static_cast<double>(r.timed_steps);
   o.metrics["windows"] = r.windows;
   o.metrics["measure_seconds"] = r.elapsed_seconds;
+  o.metrics["warmup_seconds"] = r.warmup_seconds;
+  if (r.raced) o.metrics["raced"] = 1.0;
   o.metrics["cpu_cores"] = r.cpu_cores;
 }
 

@@ -71,6 +71,10 @@ struct TrialContext {
   std::map<std::string, std::string> env;
   // CPUs a trial's child process is pinned to (empty: not pinned).
   std::vector<int> cpus;
+  // Racing: the throughput (samples/s) this trial must beat to matter; a
+  // harness may stop it as soon as it is surely below (metric raced = 1).
+  // 0: measure in full. Command trials get it as AUTOTUNE_STOP_BELOW.
+  double stop_below = 0;
   // Set by the scheduler when its trials must stop (the tool itself failed);
   // a runner stops a running child as it does on Ctrl-C. May be null.
   std::shared_ptr<const std::atomic<bool>> stop;

@@ -1,0 +1,30 @@
+#include "tuner/racing.hpp"
+
+#include <algorithm>
+
+namespace autotune {
+
+bool was_raced(const Outcome& o) { return o.metric("raced").value_or(0) > 0; }
+
+double supported_throughput(const Outcome& o) {
+  const double rsd = std::max(0.0, o.metric("throughput_rsd").value_or(0));
+  return std::max(0.0, o.throughput * (1 - 2 * rsd));
+}
+
+double race_bar(const std::vector<TrialRecord>& trials, double margin) {
+  if (margin < 0) return 0;
+  double best = 0;
+  for (const auto& t : trials)
+    if (t.outcome.ok() && !was_raced(t.outcome)) best = std::max(best, supported_throughput(t.outcome));
+  return best * (1 - std::min(margin, 1.0));
+}
+
+const TrialRecord* best_full_trial(const std::vector<TrialRecord>& trials) {
+  const TrialRecord* best = nullptr;
+  for (const auto& t : trials)
+    if (t.outcome.ok() && !was_raced(t.outcome) && (!best || t.outcome.throughput > best->outcome.throughput))
+      best = &t;
+  return best;
+}
+
+}  // namespace autotune

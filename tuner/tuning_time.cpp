@@ -1,0 +1,51 @@
+#include "tuner/tuning_time.hpp"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "tuner/progress.hpp"
+#include "tuner/racing.hpp"
+
+namespace autotune {
+namespace {
+
+void add(TuningTime& t, const Outcome& o) {
+  t.total_s += o.seconds;
+  if (!o.ok()) {
+    t.failed_s += o.seconds;
+    ++t.failed;
+    return;
+  }
+  const double measure = std::clamp(o.metric("measure_seconds").value_or(0), 0.0, o.seconds);
+  const double warmup = std::clamp(o.metric("warmup_seconds").value_or(0), 0.0, measure);
+  t.warmup_s += warmup;
+  t.timed_s += measure - warmup;
+  t.other_s += o.seconds - measure;
+  if (was_raced(o)) {
+    t.raced_s += o.seconds;
+    ++t.raced;
+  }
+}
+
+}  // namespace
+
+TuningTime tuning_time(const Study& s) {
+  TuningTime t;
+  for (const auto& r : s.trials) add(t, r.outcome);
+  for (const auto& r : s.confirmations)
+    add(t, r.outcome);
+  return t;
+}
+
+std::string describe(const TuningTime& t) {
+  std::string out = fmt::format("warm-up {}, timed {}, other {}", format_duration(t.warmup_s),
+                                format_duration(t.timed_s), format_duration(t.other_s));
+  if (t.failed > 0)
+    out += fmt::format("; failures {} ({} trial{})", format_duration(t.failed_s), t.failed, t.failed == 1 ? "" : "s");
+  if (t.raced > 0)
+    out += fmt::format("; raced {} ({} trial{})", format_duration(t.raced_s), t.raced, t.raced == 1 ? "" : "s");
+  return out;
+}
+
+}  // namespace autotune
