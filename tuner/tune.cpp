@@ -106,6 +106,14 @@ Outcome apply_limits(Outcome o, const Limits& limits) {
   return o;
 }
 
+namespace {
+nlohmann::json initial_json(const Spec& spec) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const Config& c : spec.search.initial) out.push_back(to_json(spec.space.to_assignment(c)));
+  return out;
+}
+}  // namespace
+
 nlohmann::json journal_header(const Spec& spec) {
   nlohmann::json params = nlohmann::json::array();
   for (const auto& p : spec.space.params()) {
@@ -121,7 +129,10 @@ nlohmann::json journal_header(const Spec& spec) {
           {"rules", spec.space.rules().rules()},
           {"strategy", spec.search.strategy},
           {"seed", spec.search.seed},
-          {"budget", {{"trials", spec.search.budget_trials}, {"seconds", spec.search.budget_seconds}}}};
+          {"budget", {{"trials", spec.search.budget_trials}, {"seconds", spec.search.budget_seconds}}},
+          {"initial", initial_json(spec)},  // the baseline, for the report
+          {"confirm", spec.search.confirm},
+          {"limits", {{"vram_bytes", spec.limits.vram_bytes}, {"ram_bytes", spec.limits.ram_bytes}}}};
 }
 
 StrategyContext strategy_context(const SearchSpace& space, std::uint64_t seed, int budget,
