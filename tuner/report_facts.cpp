@@ -110,13 +110,15 @@ std::string knob_effect(const JournalStudy& s, std::size_t dim) {
   std::string out;
   for (std::size_t k = 0; k < p.values.size(); ++k) {
     if (std::isnan(best[k]) && fails[k].empty()) continue;
-    std::string what = std::isnan(best[k]) ? "" : fmt::format("{:.4g}/s", best[k]);
+    std::string what = std::isnan(best[k]) ? "" : format_rate(best[k]) + "/s";
     for (const auto& [st, n] : fails[k])
       what += fmt::format("{}{}\u00d7{}", what.empty() ? "" : " ", to_string(st), n);
     out += fmt::format("{}{}: {}", out.empty() ? "" : "  ", to_string(p.values[k]), what);
   }
   return out;
 }
+
+std::string format_rate(double v) { return std::fabs(v) >= 100 ? fmt::format("{:.0f}", v) : fmt::format("{:.3g}", v); }
 
 std::string memory_of(const Outcome& o, const char* metric) {
   const auto v = o.metric(metric);

@@ -40,6 +40,9 @@ std::vector<FailureGroup> failure_groups(const JournalStudy& s);
 // seen there. "2: 812/s  4: 1.2e+03/s  8: oom×2"
 std::string knob_effect(const JournalStudy& s, std::size_t dim);
 
+// Samples per second for people: "40719", "812", "3.25".
+std::string format_rate(double samples_per_s);
+
 // A trial's memory figure ("1.5GiB"), or empty.
 std::string memory_of(const Outcome& o, const char* metric);
 

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "search/knobs.hpp"
+#include "tuner/report_facts.hpp"
 #include "tuner/time_split.hpp"
 
 namespace autotune {
@@ -55,11 +56,12 @@ double tick_step(double top) {
 // The y axis: throughput from 0, a shaded "failed" band beneath it.
 std::string y_axis(const YScale& y) {
   return fmt::format(
-      "set yrange [{0}:{1}]\nset ytics 0,{2}\nset ylabel 'samples/s'\nset format y '%.4g'\n"
+      "set yrange [{0}:{1}]\nset ytics 0,{2}\nset ylabel 'samples/s'\nset format y '{5}'\n"
       "set object 1 rect from graph 0, first {0} to graph 1, first {3} fc rgb '#ffebe9' fs solid 0.6 noborder behind\n"
       "set label 1 'failed' at graph 0.005, first {4} left font ',10' tc rgb '#cf222e'\n"
       "set grid ytics lc rgb '#d8dee4'\nset border 3 lc rgb '#57606a'\nset tics nomirror\n",
-      1.6 * y.floor(), 1.12 * y.top, tick_step(y.top), 0.45 * y.floor(), 1.3 * y.floor());
+      1.6 * y.floor(), 1.12 * y.top, tick_step(y.top), 0.45 * y.floor(), 1.3 * y.floor(),
+      tick_step(y.top) >= 1 ? "%.0f" : "%.3g");
 }
 
 // Each failed status present, as points in the band: "'f' using X:(floor) ..."
@@ -182,10 +184,10 @@ std::optional<GnuplotPlot> time_split_plot(const JournalStudy& s) {
   };
   std::vector<Row> rows;
   if (s.result.best_outcome)
-    rows.push_back({fmt::format("answer\\n{:.4g}/s", s.result.best_outcome->throughput),
+    rows.push_back({"answer\\n" + format_rate(s.result.best_outcome->throughput) + "/s",
                     time_split(*s.result.best_outcome)});
   if (s.result.baseline && s.result.baseline->outcome.ok())
-    rows.push_back({fmt::format("baseline\\n{:.4g}/s", s.result.baseline->outcome.throughput),
+    rows.push_back({"baseline\\n" + format_rate(s.result.baseline->outcome.throughput) + "/s",
                     time_split(s.result.baseline->outcome)});
   std::erase_if(rows, [](const Row& r) { return !r.split.known(); });
   if (rows.empty()) return std::nullopt;
@@ -196,6 +198,7 @@ std::optional<GnuplotPlot> time_split_plot(const JournalStudy& s) {
                         t.device_busy ? number(100 * *t.device_busy) : "NaN");
     tics += fmt::format("{}\"{}\" {}", tics.empty() ? "" : ", ", rows[i].label, i);
   }
+  const bool busy_known = std::any_of(rows.begin(), rows.end(), [](const Row& r) { return r.split.device_busy; });
   GnuplotPlot p;
   p.name = kPlotTimeSplit;
   p.height = 110 + 70 * static_cast<int>(rows.size());
@@ -209,9 +212,9 @@ std::optional<GnuplotPlot> time_split_plot(const JournalStudy& s) {
       "  'split.dat' using (($2+100)/2):1:2:(100):($1-0.32):($1+0.32) with boxxyerror lc rgb '#54aeff' title "
       "'computing', \\\n"
       "  'split.dat' using ($2/2):1:(sprintf('%.0f%%', $2)) with labels font ',11' notitle, \\\n"
-      "  'split.dat' using (($2+100)/2):1:(sprintf('%.0f%%', $3)) with labels font ',11' notitle, \\\n"
-      "  'split.dat' using 4:1 with points pt 13 ps 2 lc rgb '#1f2328' title 'device busy'\n",
-      static_cast<double>(rows.size()) - 0.4, tics);
+      "  'split.dat' using (($2+100)/2):1:(sprintf('%.0f%%', $3)) with labels font ',11' notitle{}\n",
+      static_cast<double>(rows.size()) - 0.4, tics,
+      busy_known ? ", \\\n  'split.dat' using 4:1 with points pt 13 ps 2 lc rgb '#1f2328' title 'device busy'" : "");
   return p;
 }
 

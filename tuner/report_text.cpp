@@ -22,7 +22,7 @@ std::string improvements(const JournalStudy& s) {
     ++n;
     if (t->outcome->ok() && t->outcome->throughput > best) {
       best = t->outcome->throughput;
-      out += fmt::format("{}{:.4g} (trial {})", out.empty() ? "" : " -> ", best, n);
+      out += fmt::format("{}{} (trial {})", out.empty() ? "" : " -> ", format_rate(best), n);
     }
   }
   return out.empty() ? "no trial ran successfully" : out;
