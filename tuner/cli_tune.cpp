@@ -80,7 +80,7 @@ void write_report_or_warn(const std::filesystem::path& journal, const std::files
   std::string warning;
   try {
     write_report(journal, out, &warning);
-    std::cerr << "report: " << out.string() << "\n";
+    std::cerr << "report: wrote " << out.string() << "\n";
   } catch (const std::exception& e) {
     warning = e.what();
   }
