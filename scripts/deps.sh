@@ -11,7 +11,7 @@ packages=(
   libmuparser-dev libcsv-dev gnuplot-nox
 )
 if [ "${1:-}" = "--test" ]; then
-  packages+=(slurm-wlm munge python3-torch python3-torchvision python3-pil)
+  packages+=(slurm-wlm munge python3-torch python3-torchvision python3-pil chromium)
 fi
 
 # With the CUDA toolkit but without cuobjdump (an nvcc-only install), the test

@@ -13,5 +13,6 @@ std::function<int()> add_validate_command(CLI::App& app);
 std::function<int()> add_sweep_command(CLI::App& app);
 std::function<int()> add_trial_command(CLI::App& app);
 std::function<int()> add_compare_command(CLI::App& app);
+std::function<int()> add_report_command(CLI::App& app);
 
 }  // namespace autotune

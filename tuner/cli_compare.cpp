@@ -12,6 +12,7 @@
 #include "tuner/cli_commands.hpp"
 #include "tuner/cli_common.hpp"
 #include "tuner/compare.hpp"
+#include "tuner/compare_page.hpp"
 #include "tuner/scheduler.hpp"
 
 namespace autotune {
@@ -81,13 +82,14 @@ std::function<int()> add_compare_command(CLI::App& app) {
     std::string table;
     try {
       table = write_compare_report(r, opt, args->out, &warning);
+      write_compare_page(args->out, &warning);
     } catch (const std::exception& e) {
       std::cerr << "compare: " << e.what() << "\n";
       return kExitFailure;
     }
     std::cout << table;
     if (!warning.empty()) std::cerr << "compare: " << warning << "\n";
-    std::cerr << "compare: wrote " << args->out << "/{trials.csv, summary.csv, summary.md, best_so_far.png, evals_to_95.png}\n";
+    std::cerr << "compare: wrote " << args->out << "/{trials.csv, summary.csv, summary.md, best_so_far.png, evals_to_95.png, compare.html}\n";
     return kExitOk;
   };
 }

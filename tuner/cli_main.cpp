@@ -24,6 +24,8 @@ int cli_main(int argc, char** argv) {
   auto run_compare_cmd = add_compare_command(*compare);
   auto* trial = app.add_subcommand("trial", "measure one configuration in this process; prints its outcome as JSON");
   auto run_trial = add_trial_command(*trial);
+  auto* report = app.add_subcommand("report", "a run's journal as one HTML page (plots, failures, trials) or --text");
+  auto run_report = add_report_command(*report);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -37,6 +39,7 @@ int cli_main(int argc, char** argv) {
     if (sweep->parsed()) return run_sweep();
     if (trial->parsed()) return run_trial();
     if (compare->parsed()) return run_compare_cmd();
+    if (report->parsed()) return run_report();
     return tune();
   } catch (const std::exception& e) {
     std::cerr << "autotune: failed: " << e.what() << "\n";

@@ -12,6 +12,7 @@
 #include "tuner/cli_common.hpp"
 #include "tuner/emitter.hpp"
 #include "tuner/interrupt.hpp"
+#include "tuner/report_html.hpp"
 #include "tuner/time_split.hpp"
 #include "tuner/tuning_time.hpp"
 
@@ -24,6 +25,7 @@ struct TuneArgs {
   bool resume = false;
   bool quiet = false;
   bool verbose = false;
+  std::optional<std::string> report;  // --report [PATH]: "" means beside tuned.yaml
 };
 
 void print_summary(const Spec& spec, const Study& r) {
@@ -71,6 +73,23 @@ void print_summary(const Spec& spec, const Study& r) {
   std::cout << "wrote:  " << spec.output.tuned.string() << " and " << spec.output.journal.string() << "\n";
 }
 
+std::filesystem::path report_path(const std::string& given, const std::filesystem::path& tuned) {
+  if (!given.empty()) return given;
+  return std::filesystem::path(tuned).replace_extension(".report.html");
+}
+
+// The run's answer stands whatever becomes of its report: a failure here is a warning.
+void write_report_or_warn(const std::filesystem::path& journal, const std::filesystem::path& out) {
+  std::string warning;
+  try {
+    write_report(journal, out, &warning);
+    std::cerr << "report: wrote " << out.string() << "\n";
+  } catch (const std::exception& e) {
+    warning = e.what();
+  }
+  if (!warning.empty()) std::cerr << "report: " << warning << "\n";
+}
+
 }  // namespace
 
 std::function<int()> add_tune_options(CLI::App& app) {
@@ -86,6 +105,8 @@ std::function<int()> add_tune_options(CLI::App& app) {
   app.add_flag("--resume", args->resume, "continue from the journal without re-running finished trials");
   app.add_flag("--quiet,-q", args->quiet, "no progress output");
   app.add_flag("--verbose,-v", args->verbose, "also print the search's notes (model fits, fallbacks)");
+  app.add_option("--report", args->report, "also write the run's HTML report at the end (default: beside tuned.yaml)")
+      ->expected(0, 1);
   return [args]() -> int {
     auto spec = load_spec_or_report(args->config);
     if (!spec || !apply_overrides(*spec, args->overrides)) return kExitBadInput;
@@ -131,6 +152,7 @@ std::function<int()> add_tune_options(CLI::App& app) {
       wrote = false;
     }
     if (!args->quiet && wrote) print_summary(*spec, result);
+    if (args->report) write_report_or_warn(spec->output.journal, report_path(*args->report, spec->output.tuned));
     if (result.stopped_by == "failed") {
       std::cerr << "autotune: stopped: " << result.failure << "\n"
                 << fmt::format("autotune: the {} trials that finished are in {}; fix the cause and run again with "

@@ -102,6 +102,7 @@ JournalContents read_journal(const std::filesystem::path& path) {
       } else if (type == "start") {
         out.trials.push_back({rec.at("trial").get<int>(), assignment_from_json(rec.at("config")), std::nullopt,
                               rec.value("confirm", false)});
+        out.trials.back().start_time = rec.value("time", 0.0);
       } else if (type == "finish") {
         const int trial = rec.at("trial").get<int>();
         JournalTrial* t = nullptr;
@@ -113,6 +114,7 @@ JournalContents read_journal(const std::filesystem::path& path) {
         }
         t->confirm = rec.value("confirm", false);
         t->outcome = outcome_from_json(rec);
+        t->finish_time = rec.value("time", 0.0);
       }
     } catch (const JournalError& e) {
       throw JournalError(path.string() + ":" + std::to_string(line_no) + ": " + e.what());

@@ -33,6 +33,8 @@ struct JournalTrial {
   Assignment config;
   std::optional<Outcome> outcome;  // empty: started, never finished
   bool confirm = false;            // a re-measurement after the search
+  double start_time = 0;           // the records' `time`: seconds since the run began
+  double finish_time = 0;
 };
 
 struct JournalContents {

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "tuner/journal.hpp"
+#include "tuner/racing.hpp"
 
 namespace autotune {
 
@@ -22,6 +23,22 @@ double Study::search_throughput(const Config& c) const {
 void Study::find_baseline(const Config& initial) {
   for (const auto& t : trials)
     if (t.config == initial) baseline = t;
+}
+
+void Study::settle_answer(const std::optional<Config>& recommended) {
+  best.reset();
+  best_outcome.reset();
+  if (recommended)
+    for (const auto& t : trials)
+      if (t.config == *recommended && t.outcome.ok() && !was_raced(t.outcome)) {
+        best = t.config;
+        best_outcome = t.outcome;
+      }
+  if (best_outcome) return;
+  if (const TrialRecord* full = best_full_trial(trials)) {
+    best = full->config;
+    best_outcome = full->outcome;
+  }
 }
 
 Replay replay_journal(const JournalContents& j, const SearchSpace& space, const std::filesystem::path& path) {

@@ -51,6 +51,10 @@ struct Study {
   double search_throughput(const Config& c) const;
   // Sets `baseline` to the search trial of `initial` (the user's baseline).
   void find_baseline(const Config& initial);
+  // The answer from the strategy's recommendation: its ok search trial,
+  // unless that trial was raced (stopped below its bar, tuner/racing.hpp);
+  // then the fastest trial measured in full. None when nothing ran.
+  void settle_answer(const std::optional<Config>& recommended);
 };
 
 // What a journal holds for `space`: its finished trials (replayed), its

@@ -48,19 +48,9 @@ class TuningRun {
     m_t0 = Clock::now();
     for (const auto& t : m_study.trials) m_progress.trial(t, best_of(t), elapsed(), ++m_done);
     guarded([&] { search(); });
-    if (m_study.stopped_by != "failed") guarded([&] { m_study.best = m_strategy->recommend(); });
-    if (m_study.best)
-      for (const auto& t : m_study.trials)
-        if (t.config == *m_study.best && t.outcome.ok()) m_study.best_outcome = t.outcome;
-    // A raced trial is never the answer: the fastest measured in full is.
-    if (!m_study.best_outcome || was_raced(*m_study.best_outcome)) {
-      m_study.best.reset();
-      m_study.best_outcome.reset();
-      if (const TrialRecord* full = best_full_trial(m_study.trials)) {
-        m_study.best = full->config;
-        m_study.best_outcome = full->outcome;
-      }
-    }
+    std::optional<Config> recommended;
+    if (m_study.stopped_by != "failed") guarded([&] { recommended = m_strategy->recommend(); });
+    m_study.settle_answer(recommended);
     if (m_spec.search.confirm > 0 && m_study.stopped_by != "interrupted" && m_study.stopped_by != "failed")
       guarded([&] { confirm(); });
     m_progress.finish();
@@ -240,6 +230,14 @@ class TuningRun {
 
 }  // namespace
 
+namespace {
+nlohmann::json initial_json(const Spec& spec) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const Config& c : spec.search.initial) out.push_back(to_json(spec.space.to_assignment(c)));
+  return out;
+}
+}  // namespace
+
 nlohmann::json journal_header(const Spec& spec) {
   nlohmann::json params = nlohmann::json::array();
   for (const auto& p : spec.space.params()) {
@@ -255,7 +253,10 @@ nlohmann::json journal_header(const Spec& spec) {
           {"rules", spec.space.rules().rules()},
           {"strategy", spec.search.strategy},
           {"seed", spec.search.seed},
-          {"budget", {{"trials", spec.search.budget_trials}, {"seconds", spec.search.budget_seconds}}}};
+          {"budget", {{"trials", spec.search.budget_trials}, {"seconds", spec.search.budget_seconds}}},
+          {"initial", initial_json(spec)},  // the baseline, for the report
+          {"confirm", spec.search.confirm},
+          {"limits", {{"vram_bytes", spec.limits.vram_bytes}, {"ram_bytes", spec.limits.ram_bytes}}}};
 }
 
 StrategyContext strategy_context(const SearchSpace& space, std::uint64_t seed, int budget,
