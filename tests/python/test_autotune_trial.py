@@ -130,6 +130,44 @@ class Rule(unittest.TestCase):
         self.assertIn("ran out", meter.result["reason"])
 
 
+class Racing(unittest.TestCase):
+    """AUTOTUNE_STOP_BELOW: the tuner's bar; a job surely below it stops early."""
+
+    @staticmethod
+    def run_loop(step_s, **meter_kw):
+        def loader():
+            while True:
+                time.sleep(step_s)
+                yield [0] * 4
+
+        t0 = time.perf_counter()
+        meter = autotune_trial.Meter(batch_size=4, warmup_s=0.2, window_s=0.1, max_s=5, **meter_kw)
+        for _ in meter.batches(loader()):
+            pass
+        return meter.result, time.perf_counter() - t0
+
+    def test_a_job_surely_below_the_bar_stops_after_two_windows(self):
+        os.environ["AUTOTUNE_STOP_BELOW"] = "100000"  # far above 4 samples / 2 ms
+        try:
+            r, took = self.run_loop(0.002)
+        finally:
+            del os.environ["AUTOTUNE_STOP_BELOW"]
+        self.assertEqual(r.get("raced"), 1)
+        self.assertEqual(r["windows"], 2)
+        self.assertGreater(r["throughput"], 0)
+        self.assertLess(took, 0.2 + 2 * 0.1 + 1.0, "stopped early, not at the 5 s cap")
+
+    def test_a_job_above_the_bar_is_measured_in_full(self):
+        r, _ = self.run_loop(0.002, stop_below=1.0)
+        self.assertNotIn("raced", r)
+        self.assertGreaterEqual(r["windows"], autotune_trial.RULE["rsd_windows"])
+
+    def test_the_rule_matches_the_harness(self):
+        self.assertFalse(autotune_trial.surely_below([100], 1000), "one window never decides")
+        self.assertTrue(autotune_trial.surely_below([100, 100], 120))
+        self.assertFalse(autotune_trial.surely_below([100, 100], 105), "the 2% floor on the spread")
+
+
 class Results(unittest.TestCase):
     def test_written_atomically_where_autotune_reads_it_and_printed(self):
         with tempfile.TemporaryDirectory() as d:
@@ -337,6 +375,52 @@ class ThroughAutotune(unittest.TestCase):
             self.assertEqual([t["status"] for t in finished], ["ok", "ok"], finished)
             for t in finished:
                 self.assertIn("data_wait_fraction", t["metrics"])
+
+
+    def test_racing_through_autotune_a_job_that_honours_the_bar_and_one_that_ignores_it(self):
+        binary = os.environ.get("AUTOTUNE_BINARY")
+        if not binary:
+            self.skipTest("AUTOTUNE_BINARY not set (ctest sets it)")
+        with tempfile.TemporaryDirectory() as d:
+            with open(os.path.join(d, "job.py"), "w") as f:
+                f.write(textwrap.dedent("""
+                    import autotune_trial, json, os, time
+                    p = autotune_trial.params(mode="meter", delay_ms=1)
+                    def loader():
+                        while True:
+                            time.sleep(p.delay_ms / 1000)
+                            yield [0] * 4
+                    if p.mode == "meter":  # honours AUTOTUNE_STOP_BELOW
+                        with autotune_trial.Meter(batch_size=4, warmup_s=0.2, window_s=0.1, max_s=4) as m:
+                            for b in m.batches(loader()):
+                                pass
+                    else:  # its own measurement, whatever the bar
+                        it, t0 = loader(), time.perf_counter()
+                        for _ in range(60):
+                            next(it)
+                        print(json.dumps({"throughput": 240 / (time.perf_counter() - t0)}))
+                """))
+            with open(os.path.join(d, "space.yaml"), "w") as f:
+                f.write(f"workload: {{kind: command, command: '{sys.executable} job.py', timeout: 60s}}\n"
+                        "space:\n  mode: [meter, own]\n  delay_ms: [1, 20]\n"
+                        "search: {strategy: grid, initial: [{mode: meter, delay_ms: 1}]}\n")
+            env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+            p = subprocess.run([binary, "--config", "space.yaml"], cwd=d, env=env, capture_output=True, text=True,
+                               timeout=180)
+            self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+            with open(os.path.join(d, "tuned.journal.jsonl")) as f:
+                finished = {(t["config"]["mode"], t["config"]["delay_ms"]): t
+                            for t in map(json.loads, f) if t["type"] == "finish"}
+            self.assertEqual(len(finished), 4, finished)
+            for t in finished.values():
+                self.assertEqual(t["status"], "ok", t)
+            self.assertEqual(finished[("meter", 20)]["metrics"].get("raced"), 1, "20x slower than the incumbent")
+            self.assertNotIn("raced", finished[("meter", 1)]["metrics"], "the first trial has no bar")
+            self.assertNotIn("raced", finished[("own", 20)]["metrics"], "a job that ignores the bar runs in full")
+            with open(os.path.join(d, "tuned.yaml")) as f:
+                tuned = f.read()
+            self.assertIn("delay_ms: 1", tuned)
+            self.assertIn("raced: 1", tuned)
 
 
 if __name__ == "__main__":

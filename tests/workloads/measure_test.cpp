@@ -160,6 +160,51 @@ TEST(Measure, RealClockWithSleeps) {
   EXPECT_LT(r.cpu_cores, 0.5);  // sleeping is not CPU time
 }
 
+TEST(Measure, ATrialSurelyBelowTheBarStopsAfterTwoWindowsAndSaysSo) {
+  FakePipeline p;
+  p.step_seconds = [](std::int64_t) { return 0.01; };  // 1000 samples/s
+  MeasureConfig c = config();
+  c.stop_below = 1500;
+  const MeasureResult r = p.run(c);
+  EXPECT_TRUE(r.raced);
+  EXPECT_FALSE(r.stopped_by_rsd);
+  EXPECT_EQ(r.windows, 2) << "the fewest windows that decide it";
+  EXPECT_NEAR(r.throughput, 1000.0, 1e-6) << "what it measured";
+  EXPECT_GE(r.warmup_seconds, 1.5) << "never before the warm-up ends";
+}
+
+TEST(Measure, ATrialNearTheBarIsMeasuredInFull) {
+  FakePipeline p;
+  p.step_seconds = [](std::int64_t) { return 0.01; };
+  MeasureConfig c = config();
+  c.stop_below = 1010;  // 1% above: within what five windows can tell apart (the spread's floor is 2%)
+  const MeasureResult r = p.run(c);
+  EXPECT_FALSE(r.raced);
+  EXPECT_TRUE(r.stopped_by_rsd);
+  EXPECT_EQ(r.windows, 5);
+}
+
+TEST(Measure, NoisyWindowsNeedMoreEvidenceBeforeRacing) {
+  // Windows alternating 800 and 1200 samples/s (mean 1000, rsd 0.2) against
+  // a bar of 1300: two windows do not settle it, more do.
+  FakePipeline p;
+  p.step_seconds = [](std::int64_t i) { return (i / 20) % 2 ? 1.0 / 120 : 1.0 / 80; };
+  MeasureConfig c = config();
+  c.stop_below = 1300;
+  const MeasureResult r = p.run(c);
+  EXPECT_TRUE(r.raced);
+  EXPECT_GT(r.windows, 2);
+}
+
+TEST(Measure, SurelyBelowNeedsTwoWindowsAndAFloorOnTheSpread) {
+  const double one[] = {100};
+  EXPECT_FALSE(surely_below(one, 1, 1000));
+  const double same[] = {100, 100};  // agree exactly: the 2% floor still applies
+  EXPECT_TRUE(surely_below(same, 2, 120));
+  EXPECT_FALSE(surely_below(same, 2, 105));
+  EXPECT_FALSE(surely_below(same, 2, 0)) << "no bar, no racing";
+}
+
 TEST(Measure, RelativeSpreadAndConfigChecks) {
   const double v[] = {1, 2, 3};
   EXPECT_NEAR(relative_spread(v, 3), 0.5, 1e-12);

@@ -1,0 +1,59 @@
+// The bar a trial must beat, and where a raced trial may not go.
+#include "tuner/racing.hpp"
+
+#include <gtest/gtest.h>
+
+#include "tuner/confirm.hpp"
+
+namespace autotune {
+namespace {
+
+Outcome measured(double tp, double rsd, bool raced = false) {
+  Outcome o = Outcome::success(tp);
+  o.metrics["throughput_rsd"] = rsd;
+  if (raced) o.metrics["raced"] = 1;
+  return o;
+}
+
+TrialRecord trial(int n, int c, Outcome o) { return {n, Config{c}, std::move(o), false}; }
+
+TEST(Racing, NoBarBeforeATrialMeasuredInFullOrWithRacingOff) {
+  EXPECT_EQ(race_bar({}, 0.05), 0);
+  EXPECT_EQ(race_bar({trial(1, 0, Outcome::failure(Status::oom, "x"))}, 0.05), 0);
+  EXPECT_EQ(race_bar({trial(1, 0, measured(100, 0, true))}, 0.05), 0) << "a raced trial is no incumbent";
+  EXPECT_EQ(race_bar({trial(1, 0, measured(100, 0))}, -1), 0);
+}
+
+TEST(Racing, TheBarIsTheIncumbentDiscountedByTheMargin) {
+  EXPECT_DOUBLE_EQ(race_bar({trial(1, 0, measured(100, 0)), trial(2, 1, measured(80, 0))}, 0.05), 95);
+}
+
+TEST(Racing, TheBarNeverExceedsWhatANoisyIncumbentsOwnMeasurementSupports) {
+  // A lucky 130 measured with windows 20% apart supports only 130 x 0.6 = 78;
+  // a steady 100 supports 100: the bar follows the steady one.
+  const std::vector<TrialRecord> trials = {trial(1, 0, measured(130, 0.2)), trial(2, 1, measured(100, 0.0))};
+  const double bar = race_bar(trials, 0.05);
+  EXPECT_DOUBLE_EQ(bar, 95);
+  EXPECT_LT(bar, 130 * 0.95) << "not the lucky run's own figure";
+  // Alone, the noisy one sets a bar below its own lower bound.
+  EXPECT_LE(race_bar({trials[0]}, 0.05), 130 * (1 - 2 * 0.2));
+}
+
+TEST(Racing, ARacedTrialIsNeverTheAnswerNorAConfirmationCandidate) {
+  Study s;
+  // The raced trial's throughput is the highest (a noisy short measurement),
+  // and the strategy even recommends it.
+  s.trials = {trial(1, 0, measured(100, 0)), trial(2, 1, measured(150, 0, true)), trial(3, 2, measured(90, 0))};
+  s.settle_answer(Config{1});
+  ASSERT_TRUE(s.best);
+  EXPECT_EQ(*s.best, Config{0}) << "the fastest measured in full";
+  EXPECT_DOUBLE_EQ(s.best_outcome->throughput, 100);
+  const auto candidates = confirm_candidates(s.trials, Config{1}, 3);
+  EXPECT_EQ(candidates, (std::vector<Config>{Config{0}, Config{2}}));
+  // A recommendation measured in full stands.
+  s.settle_answer(Config{2});
+  EXPECT_EQ(*s.best, Config{2});
+}
+
+}  // namespace
+}  // namespace autotune
