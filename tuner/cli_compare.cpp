@@ -22,6 +22,7 @@ std::function<int()> add_compare_command(CLI::App& app) {
     std::string config, strategies = "bo,anneal,random,heuristic", out = "compare", budgets = "15,30,60";
     int repeats = 20, budget = 40;
     std::optional<std::uint64_t> seed;
+    double race_margin = -1;
   };
   auto args = std::make_shared<Args>();
   app.add_option("--config,-c", args->config, "the space.yaml (space, constraints, workload)")->required();
@@ -31,6 +32,9 @@ std::function<int()> add_compare_command(CLI::App& app) {
   app.add_option("--budgets", args->budgets, "budgets to report, comma-separated")->capture_default_str();
   app.add_option("--seed", args->seed, "first seed (default: the spec's)");
   app.add_option("--out,-o", args->out, "folder for the CSV, tables and plots")->capture_default_str();
+  app.add_option("--race", args->race_margin,
+                 "race trials as tuning does: stop a trial surely below (1 - MARGIN) x the run's incumbent "
+                 "(e.g. 0.05); off when not given");
   return [args]() -> int {
     auto spec = load_spec_or_report(args->config);
     if (!spec) return kExitBadInput;
@@ -64,6 +68,7 @@ std::function<int()> add_compare_command(CLI::App& app) {
     opt.seed = args->seed.value_or(spec->search.seed);
     opt.initial = spec->search.initial;
     opt.limits = spec->limits;
+    opt.race_margin = args->race_margin;
     auto workload = make_workload_or_report(*spec);
     if (!workload) return kExitBadInput;
     std::cerr << fmt::format("compare: {} strategies x {} seeds x {} trials on the {} workload\n",
@@ -89,7 +94,7 @@ std::function<int()> add_compare_command(CLI::App& app) {
     }
     std::cout << table;
     if (!warning.empty()) std::cerr << "compare: " << warning << "\n";
-    std::cerr << "compare: wrote " << args->out << "/{trials.csv, summary.csv, summary.md, best_so_far.png, evals_to_95.png, compare.html}\n";
+    std::cerr << "compare: wrote " << args->out << "/{trials.csv, summary.csv, summary.md, best_so_far.png, best_so_far_time.png, evals_to_95.png, compare.html}\n";
     return kExitOk;
   };
 }

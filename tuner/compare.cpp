@@ -12,7 +12,9 @@
 #include <fmt/format.h>
 
 #include "search/strategy.hpp"
+#include "tuner/racing.hpp"
 #include "tuner/scheduler.hpp"
+#include "tuner/study.hpp"
 #include "workloads/csv_table.hpp"
 
 namespace autotune {
@@ -103,6 +105,8 @@ CompareResult run_compare(const SearchSpace& space, Workload& workload, Executor
       run_settings.limits = options.limits;
       Scheduler scheduler(executor, run_settings);
       std::map<Config, double> measured;  // this run's measurements (truth when none is known)
+      Study study;                        // this run's trials: the answer is settled as in tuning
+      double elapsed = 0;
       CompareTrial last;
       for (int t = 1; t <= options.budget; ++t) {
         const auto t0 = std::chrono::steady_clock::now();
@@ -118,21 +122,29 @@ CompareResult run_compare(const SearchSpace& space, Workload& workload, Executor
           row.status = Status::ok;
           row.measured = 0;
           row.proposal_ms = 0;
+          row.seconds = 0;
+          row.raced = false;
           result.trials.push_back(row);
           continue;
         }
         // The seed follows the configuration, not the trial: every strategy
         // meets the same noise on the same configuration.
-        scheduler.submit(t, space.to_assignment(*c), config_id(space, *c));
+        scheduler.submit(t, space.to_assignment(*c), config_id(space, *c), race_bar(study.trials, options.race_margin));
         const Outcome o = scheduler.wait_next().outcome;
         strategy->tell(*c, o);
+        study.trials.push_back({t, *c, o, false});
         if (o.ok()) measured[*c] = o.throughput;
+        elapsed += o.seconds;
         row.status = o.status;
         row.measured = o.ok() ? o.throughput : 0.0;
         row.proposal_ms = ms;
-        if (auto rec = strategy->recommend()) {
-          auto it = truth.find(*rec);
-          row.recommended_true = it != truth.end() ? it->second : measured[*rec];
+        row.seconds = o.seconds;
+        row.elapsed_s = elapsed;
+        row.raced = was_raced(o);
+        study.settle_answer(strategy->recommend());
+        if (study.best) {
+          auto it = truth.find(*study.best);
+          row.recommended_true = it != truth.end() ? it->second : measured[*study.best];
         }
         result.trials.push_back(row);
         last = row;
@@ -155,17 +167,24 @@ CompareResult run_compare(const SearchSpace& space, Workload& workload, Executor
     s.strategy = name;
     s.budgets = budgets;
     std::vector<std::vector<double>> at(budgets.size());
-    std::vector<double> evals[3], failed, proposal;
+    std::vector<double> evals[3], failed, proposal, to_98, total_s, raced;
     for (int rep = 0; rep < options.repeats; ++rep) {
       std::vector<const CompareTrial*> run;
       for (const auto& t : result.trials)
         if (t.strategy == name && t.repeat == rep) run.push_back(&t);
-      int fails = 0;
+      int fails = 0, races = 0;
+      double first_98 = std::numeric_limits<double>::infinity();
       for (const auto* t : run) {
         fails += t->status != Status::ok;
+        races += t->raced;
         if (t->proposal_ms > 0) proposal.push_back(t->proposal_ms);
+        if (!std::isfinite(first_98) && t->fraction >= 0.98 - 1e-12) first_98 = t->elapsed_s;
       }
       failed.push_back(fails);
+      raced.push_back(races);
+      to_98.push_back(first_98);
+      s.reached_98 += std::isfinite(first_98);
+      total_s.push_back(run.empty() ? 0.0 : run.back()->elapsed_s);
       for (std::size_t b = 0; b < budgets.size(); ++b)
         at[b].push_back(run.empty() ? 0.0 : run[static_cast<std::size_t>(std::min<int>(budgets[b], static_cast<int>(run.size())) - 1)]->fraction);
       for (int k = 0; k < 3; ++k) {
@@ -188,6 +207,10 @@ CompareResult run_compare(const SearchSpace& space, Workload& workload, Executor
       const double med = quantile(evals[k], 0.5);
       s.evals_to[k] = std::isfinite(med) ? med : -1;
     }
+    const double med_98 = quantile(to_98, 0.5);
+    s.seconds_to_98 = std::isfinite(med_98) ? med_98 : -1;
+    s.median_total_s = quantile(total_s, 0.5);
+    s.mean_raced = std::accumulate(raced.begin(), raced.end(), 0.0) / std::max<std::size_t>(1, raced.size());
     s.mean_failed = std::accumulate(failed.begin(), failed.end(), 0.0) / std::max<std::size_t>(1, failed.size());
     s.median_proposal_ms = proposal.empty() ? 0 : quantile(proposal, 0.5);
     result.summary.push_back(std::move(s));
@@ -205,12 +228,13 @@ std::string write_compare_report(const CompareResult& r, const CompareOptions& o
     std::FILE* f = std::fopen((dir / "trials.csv").c_str(), "w");
     if (!f) throw std::runtime_error((dir / "trials.csv").string() + ": cannot write");
     write_csv_row(f, {"strategy", "seed", "trial", "status", "measured", "recommended_true", "fraction_of_optimum",
-                      "proposal_ms"});
+                      "proposal_ms", "seconds", "elapsed_s", "raced"});
     for (const auto& t : r.trials)
       write_csv_row(f, {t.strategy, std::to_string(options.seed + static_cast<std::uint64_t>(t.repeat)),
                         std::to_string(t.trial), std::string(to_string(t.status)), fmt::format("{:.6g}", t.measured),
                         fmt::format("{:.6g}", t.recommended_true), fmt::format("{:.6f}", t.fraction),
-                        fmt::format("{:.4f}", t.proposal_ms)});
+                        fmt::format("{:.4f}", t.proposal_ms), fmt::format("{:.4g}", t.seconds),
+                        fmt::format("{:.6g}", t.elapsed_s), t.raced ? "1" : "0"});
     std::fclose(f);
   }
 
@@ -225,8 +249,8 @@ std::string write_compare_report(const CompareResult& r, const CompareOptions& o
     header += fmt::format(" @{} median | @{} p10 |", b, b);
     rule += "---|---|";
   }
-  header += " evals to 90% | 95% | 99% | failed/run | ms/proposal | p vs random |\n";
-  rule += "---|---|---|---|---|---|\n";
+  header += " evals to 90% | 95% | 99% | seconds to 98% | seconds/run | raced/run | failed/run | ms/proposal | p vs random |\n";
+  rule += "---|---|---|---|---|---|---|---|---|\n";
   md += header + rule;
   std::FILE* sf = std::fopen((dir / "summary.csv").c_str(), "w");
   std::vector<std::string> scols = {"strategy"};
@@ -234,7 +258,8 @@ std::string write_compare_report(const CompareResult& r, const CompareOptions& o
     scols.push_back(fmt::format("median_fraction_at_{}", b));
     scols.push_back(fmt::format("p10_fraction_at_{}", b));
   }
-  for (const char* c : {"evals_to_90", "evals_to_95", "evals_to_99", "failed_per_run", "ms_per_proposal", "p_vs_random"})
+  for (const char* c : {"evals_to_90", "evals_to_95", "evals_to_99", "seconds_to_98", "seconds_per_run", "raced_per_run",
+                        "failed_per_run", "ms_per_proposal", "p_vs_random"})
     scols.emplace_back(c);
   if (sf) write_csv_row(sf, scols);
   for (const auto& s : r.summary) {
@@ -250,6 +275,12 @@ std::string write_compare_report(const CompareResult& r, const CompareOptions& o
                                 : fmt::format(" {:.0f} |", s.evals_to[k]);
       row.push_back(s.evals_to[k] < 0 ? "" : fmt::format("{:.1f}", s.evals_to[k]));
     }
+    line += s.seconds_to_98 < 0 ? fmt::format(" never ({}/{}) |", s.reached_98, options.repeats)
+                                : fmt::format(" {:.0f} |", s.seconds_to_98);
+    line += fmt::format(" {:.0f} | {:.1f} |", s.median_total_s, s.mean_raced);
+    row.push_back(s.seconds_to_98 < 0 ? "" : fmt::format("{:.2f}", s.seconds_to_98));
+    row.push_back(fmt::format("{:.2f}", s.median_total_s));
+    row.push_back(fmt::format("{:.2f}", s.mean_raced));
     line += fmt::format(" {:.1f} | {:.2f} | {} |\n", s.mean_failed, s.median_proposal_ms,
                         s.strategy == "random" ? std::string("-") : fmt::format("{:.3g}", s.p_vs_random));
     row.push_back(fmt::format("{:.2f}", s.mean_failed));
@@ -262,16 +293,36 @@ std::string write_compare_report(const CompareResult& r, const CompareOptions& o
   md += "\nfraction: true throughput of the strategy's recommended configuration / the optimum.\n"
         "evals to X%: median trials until the recommendation reaches X% of the optimum\n"
         "(>budget when fewer than half the seeds get there; reached/seeds in brackets).\n"
+        "seconds to 98%: median of the trials' seconds summed until the recommendation reaches 98%\n"
+        "(the workload's seconds: simulated ones with synthetic simulated_time); seconds/run: a whole run.\n"
         "p vs random: one-sided Mann-Whitney U on the fraction at the full budget.\n";
   std::ofstream(dir / "summary.md") << md;
 
   // Plot data: per strategy, median and quartiles of the fraction per trial;
   // evaluations to 95% per seed (budget + 1 when never reached).
-  std::string bsf_plot, box_plot, xtics;
+  std::string bsf_plot, box_plot, xtics, time_plot;
+  double longest = 0;
+  for (const auto& x : r.trials) longest = std::max(longest, x.elapsed_s);
   int idx = 0;
   for (const auto& s : r.summary) {
     ++idx;
     const std::string stem = "plot_" + s.strategy;
+    // The time axis: each run's recommendation as of elapsed second tau (0
+    // before its first trial), median and quartiles over the runs.
+    std::ofstream td(dir / (stem + "_best_so_far_time.dat"));
+    td << "# seconds median q25 q75\n";
+    constexpr int kPoints = 200;
+    for (int i = 0; i <= kPoints && longest > 0; ++i) {
+      const double tau = longest * i / kPoints;
+      std::vector<double> v;
+      for (int rep = 0; rep < options.repeats; ++rep) {
+        double f = 0;
+        for (const auto& x : r.trials)
+          if (x.strategy == s.strategy && x.repeat == rep && x.elapsed_s <= tau) f = x.fraction;
+        v.push_back(f);
+      }
+      td << fmt::format("{:.4g} {:.5f} {:.5f} {:.5f}\n", tau, quantile(v, 0.5), quantile(v, 0.25), quantile(v, 0.75));
+    }
     std::ofstream d(dir / (stem + "_best_so_far.dat"));
     d << "# trial median q25 q75\n";
     for (int t = 1; t <= options.budget; ++t) {
@@ -295,6 +346,10 @@ std::string write_compare_report(const CompareResult& r, const CompareOptions& o
         "{}'{}_best_so_far.dat' using 1:3:4 with filledcurves fs transparent solid 0.18 lc {} notitle, \\\n"
         "     '{}_best_so_far.dat' using 1:2 with lines lw 2.5 lc {} title '{}'",
         sep, stem, idx, stem, idx, s.strategy);
+    time_plot += fmt::format(
+        "{}'{}_best_so_far_time.dat' using 1:3:4 with filledcurves fs transparent solid 0.18 lc {} notitle, \\\n"
+        "     '{}_best_so_far_time.dat' using 1:2 with lines lw 2.5 lc {} title '{}'",
+        sep, stem, idx, stem, idx, s.strategy);
     box_plot += fmt::format("{}'{}_evals95.dat' using ({}):1 with boxplot lc {} notitle", sep, stem, idx, idx);
     xtics += fmt::format("{}'{}' {}", xtics.empty() ? "" : ", ", s.strategy, idx);
   }
@@ -306,6 +361,11 @@ std::string write_compare_report(const CompareResult& r, const CompareOptions& o
      << "set xlabel 'trials'\nset ylabel 'fraction of the optimum'\n"
      << "set key bottom right\nset grid\nset yrange [*:1.02]\n"
      << fmt::format("set xrange [1:{}]\n", options.budget) << "plot " << bsf_plot << "\n\n"
+     << "reset\nset output 'best_so_far_time.png'\n"
+     << "set title 'Quality of the recommended configuration against the seconds spent (median, quartile band)'\n"
+     << "set xlabel \"seconds (the trials' own, summed)\"\nset ylabel 'fraction of the optimum'\n"
+     << "set key bottom right\nset grid\nset yrange [*:1.02]\n"
+     << "plot " << time_plot << "\n\n"
      << "reset\nset output 'evals_to_95.png'\n"
      << "set title 'Trials until the recommendation reaches 95% of the optimum'\n"
      << fmt::format("set ylabel 'trials ({} = never)'\n", options.budget + 1)

@@ -25,6 +25,7 @@ struct CompareOptions {
   std::uint64_t seed = 0;         // seeds are seed, seed+1, ... per repeat
   std::vector<Config> initial;    // the spec's initial configurations
   Limits limits;
+  double race_margin = -1;        // racing as in tuning (tuner/racing.hpp); negative: off
 };
 
 struct CompareTrial {
@@ -36,6 +37,9 @@ struct CompareTrial {
   double recommended_true = 0;    // true throughput of the strategy's recommendation now
   double fraction = 0;            // recommended_true / optimum
   double proposal_ms = 0;         // time in ask()
+  double seconds = 0;             // what the trial took (the workload's seconds: simulated ones too)
+  double elapsed_s = 0;           // the run's seconds so far, this trial included
+  bool raced = false;
 };
 
 struct StrategySummary {
@@ -46,6 +50,12 @@ struct StrategySummary {
   // half the repeats reach it. `reached` counts the repeats that did.
   double evals_to[3] = {-1, -1, -1};
   int reached[3] = {0, 0, 0};
+  // Median seconds (sum of the trials' seconds) until the recommendation
+  // reaches 98% of the optimum; -1 when fewer than half the repeats reach it.
+  double seconds_to_98 = -1;
+  int reached_98 = 0;
+  double median_total_s = 0;      // median seconds a whole run took
+  double mean_raced = 0;          // raced trials per run
   double mean_failed = 0;         // failed trials spent per run
   double median_proposal_ms = 0;
   double p_vs_random = 1.0;       // one-sided Mann-Whitney U: better than random at the full budget

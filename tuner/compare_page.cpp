@@ -83,6 +83,10 @@ void write_compare_page(const std::filesystem::path& dir, std::string* warning) 
              "The median fraction of the optimum each strategy's recommended configuration reaches after each "
              "trial, with the band between the quartiles over seeds.",
              svg("best_so_far"));
+  page.panel("best-so-far-time", "Quality of the recommendation, by seconds spent",
+             "The same against the seconds the trials took (summed): what a time budget buys. Racing and a "
+             "converged stop move these curves left.",
+             svg("best_so_far_time"));
   page.panel("evals-to-95", "Trials to reach 95% of the optimum",
              "The distribution over seeds of the trials each strategy needed until its recommendation reached 95% "
              "of the optimum (the top of the axis: never, within the budget).",

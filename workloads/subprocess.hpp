@@ -74,7 +74,9 @@ std::string output_tails(const ExternalRun& run, const std::filesystem::path& lo
 namespace autotune {
 
 // What every external trial adds to its Outcome: `ram_bytes` from the
-// runner's own measurement unless the program reported it, and the wall time.
+// runner's own measurement unless the program reported it, and the wall time
+// unless the outcome already says how long it took (a forked workload's own
+// seconds: the synthetic workload's simulated ones).
 Outcome with_run_facts(Outcome o, const ExternalRun& run);
 
 }  // namespace autotune

@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "workloads/pipeline_knobs.hpp"
 #include "workloads/workloads.hpp"
 
 namespace autotune {
@@ -106,10 +107,38 @@ Outcome synthetic_evaluate(const SyntheticProfile& p, const Assignment& config) 
 
 namespace {
 
+// The harness's own rule (workloads/measure.hpp) on a virtual clock: steps
+// of the configuration's mean step time with jitter, so that windows,
+// warm-up, the time cap and racing take the simulated seconds a real
+// measurement of this configuration would take, without waiting for them.
+constexpr double kStepJitter = 0.15;  // relative spread of one step's time
+
+MeasureResult simulate_measurement(double throughput, double batch, std::uint64_t seed, double stop_below) {
+  std::mt19937_64 rng(seed ^ 0x5DEECE66DULL);
+  std::normal_distribution<double> z(0.0, kStepJitter);
+  const double mean_step = batch / throughput;
+  double now = 0;
+  MeasureConfig c;  // the cpu harness's defaults
+  c.stop_below = stop_below;
+  return measure_steps(
+      c,
+      [&] {
+        now += mean_step * std::exp(z(rng) - 0.5 * kStepJitter * kStepJitter);
+        return StepResult{static_cast<std::int64_t>(batch), 0, false};
+      },
+      [&] { return now; }, [&] { return now; });
+}
+
 class SyntheticWorkload final : public Workload {
  public:
-  SyntheticWorkload(SyntheticProfile p, double noise, std::uint64_t seed, double trial_seconds)
-      : m_profile(std::move(p)), m_noise(noise), m_seed(seed), m_trial_seconds(trial_seconds) {}
+  SyntheticWorkload(SyntheticProfile p, double noise, std::uint64_t seed, double trial_seconds, bool simulated,
+                    double startup_seconds)
+      : m_profile(std::move(p)),
+        m_noise(noise),
+        m_seed(seed),
+        m_trial_seconds(trial_seconds),
+        m_simulated(simulated),
+        m_startup(startup_seconds) {}
   std::string_view kind() const override { return "synthetic"; }
   std::optional<Outcome> expected(const Assignment& config) const override {
     return synthetic_evaluate(m_profile, config);
@@ -119,11 +148,21 @@ class SyntheticWorkload final : public Workload {
     if (m_trial_seconds > 0)  // stands in for the time a real measurement takes
       std::this_thread::sleep_for(std::chrono::duration<double>(m_trial_seconds));
     Outcome o = synthetic_evaluate(m_profile, config);
-    if (!o.ok() || m_noise <= 0) return o;
+    if (m_simulated && !o.ok()) o.seconds = m_startup;  // a failure shows at start-up
+    if (!o.ok()) return o;
     std::mt19937_64 rng(m_seed * 0x9E3779B97F4A7C15ULL + ctx.seed);
-    std::normal_distribution<double> z(0.0, m_noise);
-    o.throughput *= std::exp(z(rng));
-    o.metrics["throughput_rsd"] = m_noise;
+    if (m_noise > 0) {
+      std::normal_distribution<double> z(0.0, m_noise);
+      o.throughput *= std::exp(z(rng));  // this run's level: differs run to run
+      o.metrics["throughput_rsd"] = m_noise;
+    }
+    if (m_simulated) {
+      const double batch = static_cast<double>(std::max<std::int64_t>(1, config.get_int("batch_size", 32)));
+      const MeasureResult r = simulate_measurement(o.throughput, batch, rng(), ctx.stop_below);
+      o.throughput = r.throughput;
+      add_measure_metrics(r, o);
+      o.seconds = m_startup + r.elapsed_seconds;
+    }
     return o;
   }
 
@@ -132,6 +171,8 @@ class SyntheticWorkload final : public Workload {
   double m_noise;
   std::uint64_t m_seed;
   double m_trial_seconds;
+  bool m_simulated;
+  double m_startup;
 };
 
 }  // namespace
@@ -149,13 +190,19 @@ WorkloadInfo synthetic_workload_info() {
       {"seed", OptionType::integer, OptionValue{std::int64_t{0}}, "noise seed (mixed with the trial's)"},
       {"trial_seconds", OptionType::duration, OptionValue{0.0},
        "sleep this long per trial, to stand in for a real measurement", {}, 0.0},
+      {"simulated_time", OptionType::boolean, OptionValue{false},
+       "measure with the harness's rule (warm-up, windows, cap, racing) on a virtual clock and report the seconds "
+       "that would take, without waiting"},
+      {"startup_seconds", OptionType::duration, OptionValue{2.0},
+       "with simulated_time: seconds a trial spends before its warm-up (process, model, loader)", {}, 0.0},
   };
   info.make = [](const Options& o, const WorkloadEnv&) -> std::unique_ptr<Workload> {
     const SyntheticProfile* p = find_synthetic_profile(o.get_string("profile"));
     if (!p) throw WorkloadConfigError("unknown synthetic profile '" + o.get_string("profile") + "'");
     return std::make_unique<SyntheticWorkload>(*p, o.get_number("noise"),
                                                static_cast<std::uint64_t>(o.get_int("seed")),
-                                               o.get_number("trial_seconds"));
+                                               o.get_number("trial_seconds"), o.get_bool("simulated_time"),
+                                               o.get_number("startup_seconds"));
   };
   return info;
 }
