@@ -181,16 +181,21 @@ Checked<std::uint64_t> check_seed(std::string_view text) {
   return Checked<std::uint64_t>::ok(v);
 }
 
+Checked<int> check_budget_trials(std::string_view text) {
+  auto n = check_int(text);
+  if (!n.value) return Checked<int>::refused(n.error);
+  const auto [lo, hi] = kBudgetTrialsRange;
+  if (*n.value < lo || *n.value > hi)
+    return Checked<int>::refused({fmt::format("a number of trials from {} to {}", lo, hi), quote(text), {}});
+  return Checked<int>::ok(static_cast<int>(*n.value));
+}
+
 Checked<Budget> check_budget(std::string_view text) {
   std::int64_t unused = 0;
   if (parse_int(text, unused) != IntParse::not_integer) {
-    auto n = check_int(text, kBudgetTrialsRange);
-    if (!n.value) {
-      n.error.expected = fmt::format("a number of trials from {} to {}", kBudgetTrialsRange.min,
-                                     kBudgetTrialsRange.max);
-      return Checked<Budget>::refused(n.error);
-    }
-    return Checked<Budget>::ok({static_cast<int>(*n.value), 0});
+    auto n = check_budget_trials(text);
+    if (!n.value) return Checked<Budget>::refused(n.error);
+    return Checked<Budget>::ok({*n.value, 0});
   }
   auto s = parse_duration(text);
   if (!s) return Checked<Budget>::refused({"a number of trials (40) or a duration (10m, 90s)", quote(text), {}});

@@ -46,7 +46,9 @@ inline constexpr IntRange kBudgetTrialsRange{1, std::numeric_limits<std::int32_t
 // Scalars. The bounds are inclusive; `text` is quoted in the error as found.
 Checked<std::int64_t> check_int(std::string_view text, std::optional<std::int64_t> min = std::nullopt,
                                 std::optional<std::int64_t> max = std::nullopt);
-inline Checked<std::int64_t> check_int(std::string_view text, IntRange r) { return check_int(text, r.min, r.max); }
+inline Checked<std::int64_t> check_int(std::string_view text, IntRange r) {
+  return check_int(text, r.min, r.max);
+}
 Checked<double> check_number(std::string_view text, std::optional<double> min = std::nullopt,
                              std::optional<double> max = std::nullopt);
 // YAML 1.2 core booleans only: yes/no/on/off are refused with a hint.
@@ -67,9 +69,12 @@ Checked<std::string> check_strategy(std::string_view text);
 // search.seed: any unsigned 64-bit integer.
 Checked<std::uint64_t> check_seed(std::string_view text);
 
+// `budget: N` / `--budget N`: a number of trials in kBudgetTrialsRange.
+Checked<int> check_budget_trials(std::string_view text);
+
 // One budget written as text (`--budget`): an integer is a number of trials
-// (kBudgetTrialsRange, as `budget: N` in the file), anything else a duration
-// > 0 (as `budget: {time: ...}`). Exactly one of the two is set.
+// (check_budget_trials, as `budget: N` in the file), anything else a
+// duration > 0 (as `budget: {time: ...}`). Exactly one of the two is set.
 struct Budget {
   int trials = 0;
   double seconds = 0;

@@ -42,7 +42,7 @@ std::vector<std::string> texts_of(const std::vector<Value>& values) {
 void read_budget(YamlReader& r, const Entry& e, const std::string& path, SearchSpec& s) {
   s.budget_trials = 0;
   if (e.value.IsScalar()) {  // `budget: 40` is a number of trials
-    if (auto v = r.get_int(e.value, e.loc, path, kBudgetTrialsRange)) s.budget_trials = static_cast<int>(*v);
+    if (auto v = r.get_checked<int>(e.value, e.loc, path, "an integer", check_budget_trials)) s.budget_trials = *v;
     return;
   }
   if (!r.expect_map(e.value, e.loc, path, "a number of trials or a map {trials: N, time: 30m}")) return;
@@ -103,7 +103,7 @@ void read_initial(YamlReader& r, const Entry& e, const std::string& path, const 
       }
       if (std::find(p.values.begin(), p.values.end(), *v) == p.values.end()) {
         r.fail(k->loc, kpath, allowed, quote(to_string(*v)) + ", not in the domain of " + p.name,
-             is_string(*v) ? did_you_mean(std::get<std::string>(*v), texts_of(p.values)) : "");
+               is_string(*v) ? did_you_mean(std::get<std::string>(*v), texts_of(p.values)) : "");
         ok = false;
         continue;
       }
@@ -216,10 +216,10 @@ void read_workload(YamlReader& r, const Entry& e, const SpaceRead& space, const 
     if (!info) {
       if (*k == "auto")
         r.fail(kind_entry->loc, "workload.kind", "one of " + join(kinds),
-             fmt::format("'auto', which picked '{}', not built into this binary", w.kind));
+               fmt::format("'auto', which picked '{}', not built into this binary", w.kind));
       else
         r.fail(kind_entry->loc, "workload.kind", "one of " + join(kinds), "unknown kind " + quote(*k),
-             did_you_mean(*k, kinds));
+               did_you_mean(*k, kinds));
       ok = false;
     }
   } else {
@@ -262,7 +262,7 @@ void read_workload(YamlReader& r, const Entry& e, const SpaceRead& space, const 
                              [&](const OptionSpec& s) { return s.key == k.key; });
     if (spec == info->options.end()) {
       r.fail(k.key_loc, path, fmt::format("an option of the {} workload ({})", w.kind, join(allowed)),
-           "unknown key " + quote(k.key), did_you_mean(k.key, allowed));
+             "unknown key " + quote(k.key), did_you_mean(k.key, allowed));
       ok = false;
       continue;
     }
@@ -276,8 +276,8 @@ void read_workload(YamlReader& r, const Entry& e, const SpaceRead& space, const 
       w.options.set(s.key, *s.default_value);
     } else {
       r.fail(e.loc, child("workload", s.key), fmt::format("a '{}' key ({}; required by the {} workload)", s.key,
-                                                        to_string(s.type), w.kind),
-           "none");
+                                                          to_string(s.type), w.kind),
+             "none");
       ok = false;
     }
   }
@@ -338,9 +338,11 @@ void read_executor(YamlReader& r, const Entry& e, ExecutorSpec& x) {
   if (const Entry* k = find(keys, "pin_cpus"))
     if (auto v = r.get_bool(k->value, k->loc, "executor.pin_cpus")) x.pin_cpus = *v;
   if (const Entry* k = find(keys, "gpus_per_trial"))
-    if (auto v = r.get_int(k->value, k->loc, "executor.gpus_per_trial", 0, 1024)) x.gpus_per_trial = static_cast<int>(*v);
+    if (auto v = r.get_int(k->value, k->loc, "executor.gpus_per_trial", 0, 1024))
+      x.gpus_per_trial = static_cast<int>(*v);
   if (const Entry* k = find(keys, "cpus_per_trial"))
-    if (auto v = r.get_int(k->value, k->loc, "executor.cpus_per_trial", 0, 65536)) x.cpus_per_trial = static_cast<int>(*v);
+    if (auto v = r.get_int(k->value, k->loc, "executor.cpus_per_trial", 0, 65536))
+      x.cpus_per_trial = static_cast<int>(*v);
   if (const Entry* k = find(keys, "mem_per_trial"))
     if (r.get_bytes(k->value, k->loc, "executor.mem_per_trial")) x.mem_per_trial = k->value.Scalar();
   if (const Entry* k = find(keys, "srun_args"))

@@ -81,7 +81,7 @@ void SpaceReader::read_space(const Entry& e) {
     const std::string path = child("space", p.key);
     if (!is_identifier(p.key)) {
       m_r.fail(p.key_loc, path, "a parameter name made of letters, digits and _ (usable in rules)",
-           quote(p.key));
+               quote(p.key));
       ok = false;
       continue;
     }
@@ -109,11 +109,12 @@ bool SpaceReader::read_memory_use(const Entry& e, const std::string& path, Param
   return true;
 }
 
-std::optional<std::pair<std::int64_t, std::int64_t>> SpaceReader::read_bounds(const Entry& e, const std::string& path,
-                                                                          std::int64_t min_lo) {
+std::optional<std::pair<std::int64_t, std::int64_t>> SpaceReader::read_bounds(const Entry& e,
+                                                                               const std::string& path,
+                                                                               std::int64_t min_lo) {
   if (!e.value.IsSequence() || e.value.size() != 2) {
     m_r.fail(e.loc, path, "a list [lo, hi]",
-         e.value.IsSequence() ? fmt::format("a list of {} items", e.value.size()) : describe(e.value));
+             e.value.IsSequence() ? fmt::format("a list of {} items", e.value.size()) : describe(e.value));
     return std::nullopt;
   }
   auto lo = m_r.get_int(e.value[0], loc_of(e.value[0], e.loc), item(path, 0));
@@ -121,7 +122,7 @@ std::optional<std::pair<std::int64_t, std::int64_t>> SpaceReader::read_bounds(co
   if (!lo || !hi) return std::nullopt;
   if (*lo < min_lo) {
     m_r.fail(loc_of(e.value[0], e.loc), item(path, 0), fmt::format("a lower bound >= {}", min_lo),
-         quote(e.value[0].Scalar()), e.key == "log" ? "a log range needs positive values" : "");
+             quote(e.value[0].Scalar()), e.key == "log" ? "a log range needs positive values" : "");
     return std::nullopt;
   }
   if (*lo > *hi) {
@@ -143,7 +144,7 @@ std::optional<Parameter> SpaceReader::read_parameter(const Entry& e, const std::
   }
   if (!e.value.IsMap()) {
     m_r.fail(e.loc, path, "a domain: {values: [...]}, {range: [lo, hi]}, {log: [lo, hi]}, {pow2: [lo, hi]} or a list",
-         describe(e.value));
+             describe(e.value));
     return std::nullopt;
   }
   Entries keys = m_r.read_map(e.value, path, &kParamKeys);
@@ -158,7 +159,7 @@ std::optional<Parameter> SpaceReader::read_parameter(const Entry& e, const std::
   if (forms.size() > 1) {
     for (std::size_t i = 1; i < forms.size(); ++i)
       m_r.fail(forms[i]->key_loc, child(path, forms[i]->key), "exactly one of values, range, log, pow2",
-           fmt::format("both '{}' and '{}'", forms[0]->key, forms[i]->key));
+               fmt::format("both '{}' and '{}'", forms[0]->key, forms[i]->key));
     return std::nullopt;
   }
   const Entry& form = *forms[0];
@@ -202,7 +203,7 @@ std::optional<Parameter> SpaceReader::read_parameter(const Entry& e, const std::
     const auto span = static_cast<std::uint64_t>(b->second) - static_cast<std::uint64_t>(b->first);
     if (span / static_cast<std::uint64_t>(st) >= kMaxDomainSize) {
       m_r.fail(form.loc, fpath, fmt::format("a range of at most {} values", kMaxDomainSize),
-           fmt::format("[{}, {}] with step {}", b->first, b->second, st));
+               fmt::format("[{}, {}] with step {}", b->first, b->second, st));
       return std::nullopt;
     }
     for (std::uint64_t off = 0; off <= span; off += static_cast<std::uint64_t>(st))
@@ -243,7 +244,7 @@ std::optional<Parameter> SpaceReader::read_parameter(const Entry& e, const std::
     if (p >= b->first) param.values.emplace_back(p);
   if (param.values.empty()) {
     m_r.fail(form.loc, fpath, "bounds that contain a power of two",
-         fmt::format("[{}, {}], an empty domain", b->first, b->second));
+             fmt::format("[{}, {}], an empty domain", b->first, b->second));
     return std::nullopt;
   }
   param.scale = Scale::log;
@@ -278,15 +279,15 @@ bool SpaceReader::check_known_knob(const Parameter& param, const Entry& e, const
     const YAML::Node n = list.IsSequence() && at < list.size() ? list[at] : list;
     const std::string found = to_string(param.values[i]);
     m_r.fail(loc_of(n, e.loc), list.IsSequence() ? item(lpath, at) : lpath, expected, quote(found),
-         knob->domain == KnobDomain::precision ? did_you_mean(found, precisions) : "");
+             knob->domain == KnobDomain::precision ? did_you_mean(found, precisions) : "");
     ok = false;
     if (!is_list) break;  // a range reports its bound once
   }
   return ok;
 }
 
-std::optional<std::vector<Value>> SpaceReader::read_values(const YAML::Node& list, Loc at, const std::string& path,
-                                                      Scale& scale) {
+std::optional<std::vector<Value>> SpaceReader::read_values(const YAML::Node& list, Loc at,
+                                                           const std::string& path, Scale& scale) {
   if (list.size() == 0) {
     m_r.fail(at, path, "at least one value", "an empty list");
     return std::nullopt;
@@ -328,12 +329,12 @@ std::optional<std::vector<Value>> SpaceReader::read_values(const YAML::Node& lis
         val = Value{*b};
       } else if (is_yaml11_bool(s)) {
         m_r.fail(l, p, "an integer, true/false or a name", quote(s),
-             "only true and false are booleans; quote it to use it as a name");
+                 "only true and false are booleans; quote it to use it as a name");
         ok = false;
         continue;
       } else if (parse_double(s)) {
         m_r.fail(l, p, "an integer, true/false or a name", quote(s),
-             "fractional numbers are not parameter values; quote it to use it as a name");
+                 "fractional numbers are not parameter values; quote it to use it as a name");
         ok = false;
         continue;
       }
@@ -348,15 +349,15 @@ std::optional<std::vector<Value>> SpaceReader::read_values(const YAML::Node& lis
   for (std::size_t i = 1; i < kinds.size(); ++i)
     if (kinds[i] != kinds[0]) {
       m_r.fail(locs[i], item(path, i), fmt::format("{} like the first value", kind_name(kinds[0])),
-           fmt::format("{} ({})", quote(texts[i]), kind_name(kinds[i])),
-           "quote every value to make them all names");
+               fmt::format("{} ({})", quote(texts[i]), kind_name(kinds[i])),
+               "quote every value to make them all names");
       return std::nullopt;
     }
   for (std::size_t i = 1; i < values.size(); ++i)
     for (std::size_t j = 0; j < i; ++j)
       if (values[i] == values[j]) {
         m_r.fail(locs[i], item(path, i), "distinct values",
-             fmt::format("{} again (also {})", quote(texts[i]), item(path, j)));
+                 fmt::format("{} again (also {})", quote(texts[i]), item(path, j)));
         ok = false;
         break;
       }
@@ -393,7 +394,7 @@ void SpaceReader::read_constraints(const Entry& e) {
     m_rules_loc = r->loc;
     if (!r->value.IsSequence()) {
       m_r.fail(r->loc, m_rules_path, "a list of rules, e.g. [\"batch_size * grad_accum <= 1024\"]",
-           describe(r->value));
+               describe(r->value));
       m_rules_ok = false;
       return;
     }
@@ -416,8 +417,9 @@ void SpaceReader::build_space() {
   bool ok = m_rules_ok;
   for (std::size_t i = 0; i < m_rules.size(); ++i)
     if (auto msg = RuleSet::check(m_rules[i], m_out.params)) {
-      m_r.fail(m_rule_locs[i], item(m_rules_path, i), "a rule over the parameters (" + join(names_of(m_out.params)) + ")",
-           quote(m_rules[i]) + ": " + *msg);
+      m_r.fail(m_rule_locs[i], item(m_rules_path, i),
+               "a rule over the parameters (" + join(names_of(m_out.params)) + ")",
+               quote(m_rules[i]) + ": " + *msg);
       ok = false;
     }
   if (!ok) return;
@@ -432,9 +434,9 @@ void SpaceReader::build_space() {
 }
 
 // Is any configuration valid? Random draws settle it at once unless the rules
-// leave very few; then the space's own enumeration (which keeps only the
-// valid ones, few by then) decides. Past its cap the spec is accepted: the
-// strategies report an empty space themselves.
+// leave very few; then the space's own enumeration decides (it keeps only the
+// valid configurations, so it stays small here). Past the enumeration's cap
+// the spec is accepted unchecked.
 void SpaceReader::check_satisfiable() {
   Rng rng(0);  // any seed: a draw is only ever a valid configuration
   if (m_space.sample(rng)) return;
