@@ -182,12 +182,16 @@ Checked<std::uint64_t> check_seed(std::string_view text) {
 }
 
 Checked<int> check_budget_trials(std::string_view text) {
-  auto n = check_int(text);
-  if (!n.value) return Checked<int>::refused(n.error);
   const auto [lo, hi] = kBudgetTrialsRange;
-  if (*n.value < lo || *n.value > hi)
-    return Checked<int>::refused({fmt::format("a number of trials from {} to {}", lo, hi), quote(text), {}});
-  return Checked<int>::ok(static_cast<int>(*n.value));
+  std::int64_t v = 0;
+  switch (parse_int(text, v)) {
+    case IntParse::not_integer: return Checked<int>::refused({"an integer", quote(text), {}});
+    case IntParse::overflow: break;  // too many trials, like any number past hi
+    case IntParse::ok:
+      if (v >= lo && v <= hi) return Checked<int>::ok(static_cast<int>(v));
+      break;
+  }
+  return Checked<int>::refused({fmt::format("a number of trials from {} to {}", lo, hi), quote(text), {}});
 }
 
 Checked<Budget> check_budget(std::string_view text) {
