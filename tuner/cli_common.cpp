@@ -8,6 +8,7 @@
 
 #include "search/strategy.hpp"
 #include "tuner/slurm_executor.hpp"
+#include "tuner/spec_checks.hpp"
 #include "tuner/runner.hpp"
 #include "tuner/slots.hpp"
 #include "workloads/options.hpp"
@@ -73,40 +74,34 @@ std::unique_ptr<Executor> make_executor(const Spec& spec, Workload& workload) {
 }
 
 bool apply_overrides(Spec& spec, const Overrides& o) {
+  // The spec file's own checks (tuner/spec_checks.hpp), so that a value the
+  // file refuses is refused here too, in the same words.
+  auto refused = [](const char* flag, const Invalid& why) {
+    std::cerr << flag << ": expected " << why.expected << ", found " << why.found
+              << (why.hint.empty() ? "" : " (" + why.hint + ")") << "\n";
+    return false;
+  };
   if (!o.strategy.empty()) {
-    if (!find_strategy(o.strategy)) {
-      std::string known;
-      for (const auto& n : strategy_names()) known += (known.empty() ? "" : ", ") + n;
-      std::cerr << "--strategy: expected one of " << known << ", found '" << o.strategy << "'\n";
-      return false;
-    }
-    spec.search.strategy = o.strategy;
+    auto s = check_strategy(o.strategy);
+    if (!s.value) return refused("--strategy", s.error);
+    spec.search.strategy = *s.value;
   }
   if (!o.budget.empty()) {
-    const bool digits = o.budget.find_first_not_of("0123456789") == std::string::npos;
-    if (digits && std::stoll(o.budget) > 0 && std::stoll(o.budget) < 1'000'000) {
-      spec.search.budget_trials = static_cast<int>(std::stoll(o.budget));
-    } else if (auto s = parse_duration(o.budget); s && *s > 0 && !digits) {
-      spec.search.budget_seconds = *s;
-    } else {
-      std::cerr << "--budget: expected a number of trials (40) or a duration (10m, 90s), found '" << o.budget
-                << "'\n";
-      return false;
-    }
+    auto b = check_budget(o.budget);
+    if (!b.value) return refused("--budget", b.error);
+    if (b.value->trials > 0) spec.search.budget_trials = b.value->trials;
+    else spec.search.budget_seconds = b.value->seconds;
   }
+  // Every 64-bit seed is valid: CLI11 has already refused what is not one.
   if (o.seed) spec.search.seed = *o.seed;
   if (o.parallel) {
-    if (*o.parallel < 1) {
-      std::cerr << "--parallel: expected an integer >= 1\n";
-      return false;
-    }
+    auto p = check_int(std::to_string(*o.parallel), kParallelRange);
+    if (!p.value) return refused("--parallel", p.error);
     spec.search.parallel = *o.parallel;
   }
   if (o.confirm) {
-    if (*o.confirm < 0 || *o.confirm > 1000) {
-      std::cerr << "--confirm: expected an integer from 0 to 1000, found " << *o.confirm << "\n";
-      return false;
-    }
+    auto c = check_int(std::to_string(*o.confirm), kConfirmRange);
+    if (!c.value) return refused("--confirm", c.error);
     spec.search.confirm = *o.confirm;
   }
   if (!o.out.empty()) {

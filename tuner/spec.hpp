@@ -1,6 +1,7 @@
 #pragma once
-// The validated contents of a space.yaml. Only spec_loader.cpp sees YAML; the
-// rest of the tuner works from this struct.
+// The validated contents of a space.yaml. Only the loader's files
+// (spec_loader.cpp, yaml_reader.*, spec_space.cpp, spec_sections.cpp) see YAML;
+// the rest of the tuner works from this struct.
 #include <cstdint>
 #include <filesystem>
 #include <optional>

@@ -467,6 +467,35 @@ TEST(SpecLoader, RulesThatSomeConfigurationSatisfiesAreAccepted) {
   EXPECT_EQ(all->size(), 2u);  // 32 * 8 and 64 * 4
 }
 
+// One valid configuration in a million: random draws miss it, the space's
+// enumeration finds it.
+TEST(SpecLoader, RulesThatOneConfigurationInAMillionSatisfiesAreAccepted) {
+  Spec s = load_ok(
+      "workload: {kind: synthetic}\n"
+      "space:\n"
+      "  batch_size: {range: [1, 2000]}\n"
+      "  num_workers: {range: [0, 499]}\n"
+      "constraints:\n"
+      "  rules: [\"batch_size == 1999 && num_workers == 7\"]\n");
+  auto all = s.space.enumerate();
+  ASSERT_TRUE(all);
+  ASSERT_EQ(all->size(), 1u);
+  EXPECT_EQ(s.space.to_assignment(all->front()).describe(), "batch_size=1999 num_workers=7");
+}
+
+// Past the enumeration's cap (2,000,000 configurations) the rules are not
+// walked: such a spec is accepted and the search finds out.
+TEST(SpecLoader, RulesPastTheEnumerationCapAreNotChecked) {
+  auto r = load(
+      "workload: {kind: synthetic}\n"
+      "space:\n"
+      "  batch_size: {range: [1, 99999]}\n"
+      "  num_workers: {range: [0, 20]}\n"
+      "constraints:\n"
+      "  rules: [\"batch_size < 0\"]\n");
+  EXPECT_TRUE(r.errors.empty()) << all_errors(r);
+}
+
 TEST(SpecLoader, AutoKindKeepsTheRequestedKind) {
   auto r = load("workload: {kind: auto}\nspace:\n  batch_size: [16]\n");
   const bool cuda = find_workload("cuda") && fs::exists("/dev/nvidiactl");
