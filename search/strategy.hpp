@@ -55,6 +55,10 @@ class Strategy {
   // Diagnostics since the last call (a model that could not be fitted, a
   // fallback taken), in plain words; the tuner journals them as notes.
   virtual std::vector<std::string> take_notes() { return {}; }
+  // Whether more trials are unlikely to find anything better (the tuner's
+  // `budget: {until_converged: true}` stops then). Never during the strategy's
+  // initial design; false for strategies that cannot tell (random, grid).
+  virtual bool converged() const { return false; }
 };
 
 // Book-keeping every strategy needs: the asked set, pending proposals, the

@@ -23,6 +23,7 @@ std::function<int()> add_compare_command(CLI::App& app) {
     int repeats = 20, budget = 40;
     std::optional<std::uint64_t> seed;
     double race_margin = -1;
+    bool until_converged = false;
   };
   auto args = std::make_shared<Args>();
   app.add_option("--config,-c", args->config, "the space.yaml (space, constraints, workload)")->required();
@@ -35,6 +36,8 @@ std::function<int()> add_compare_command(CLI::App& app) {
   app.add_option("--race", args->race_margin,
                  "race trials as tuning does: stop a trial surely below (1 - MARGIN) x the run's incumbent "
                  "(e.g. 0.05); off when not given");
+  app.add_flag("--until-converged", args->until_converged,
+               "end a run when its strategy says it converged, as budget: {until_converged: true} does");
   return [args]() -> int {
     auto spec = load_spec_or_report(args->config);
     if (!spec) return kExitBadInput;
@@ -69,6 +72,7 @@ std::function<int()> add_compare_command(CLI::App& app) {
     opt.initial = spec->search.initial;
     opt.limits = spec->limits;
     opt.race_margin = args->race_margin;
+    opt.until_converged = args->until_converged;
     auto workload = make_workload_or_report(*spec);
     if (!workload) return kExitBadInput;
     std::cerr << fmt::format("compare: {} strategies x {} seeds x {} trials on the {} workload\n",

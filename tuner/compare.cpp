@@ -110,13 +110,14 @@ CompareResult run_compare(const SearchSpace& space, Workload& workload, Executor
       CompareTrial last;
       for (int t = 1; t <= options.budget; ++t) {
         const auto t0 = std::chrono::steady_clock::now();
-        auto c = strategy->ask();
+        std::optional<Config> c;
+        if (!(options.until_converged && strategy->converged())) c = strategy->ask();
         const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
         CompareTrial row;
         row.strategy = name;
         row.repeat = rep;
         row.trial = t;
-        if (!c) {  // exhausted: the recommendation stands for the rest of the budget
+        if (!c) {  // exhausted or converged: the recommendation stands for the rest of the budget
           row = last;
           row.trial = t;
           row.status = Status::ok;

@@ -26,6 +26,7 @@ struct CompareOptions {
   std::vector<Config> initial;    // the spec's initial configurations
   Limits limits;
   double race_margin = -1;        // racing as in tuning (tuner/racing.hpp); negative: off
+  bool until_converged = false;   // a run ends when its strategy says it converged (the rest: no trials)
 };
 
 struct CompareTrial {

@@ -32,6 +32,7 @@ struct SearchSpec {
   std::string strategy = "bo";
   int budget_trials = 0;         // 0 = not set
   double budget_seconds = 0;     // 0 = not set
+  bool until_converged = false;  // `budget: {until_converged: true}`: stop once the strategy says it converged
   std::uint64_t seed = 0;
   std::vector<Config> initial;   // validated: in the space and satisfying the rules
   int confirm = 0;               // after the search, re-measure this many of the best once each (tuner/confirm.hpp)

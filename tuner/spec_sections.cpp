@@ -17,8 +17,8 @@ namespace fs = std::filesystem;
 namespace {
 
 const std::vector<std::string> kWorkloadGenericKeys = {"kind", "timeout", "repeats", "isolation"};
-const std::vector<std::string> kSearchKeys = {"strategy", "budget", "seed", "initial", "confirm", "parallel"};
-const std::vector<std::string> kBudgetKeys = {"trials", "time"};
+const std::vector<std::string> kSearchKeys = {"strategy", "budget", "seed", "initial", "confirm", "parallel", "race"};
+const std::vector<std::string> kBudgetKeys = {"trials", "time", "until_converged"};
 const std::vector<std::string> kOutputKeys = {"tuned", "journal"};
 const std::vector<std::string> kExecutorKeys = {"kind",           "gpus",          "pin_cpus",
                                                 "gpus_per_trial", "cpus_per_trial", "mem_per_trial",
@@ -56,6 +56,10 @@ void read_budget(YamlReader& r, const Entry& e, const std::string& path, SearchS
   }
   if (const Entry* k = find(keys, "time")) {
     if (auto v = r.get_duration(k->value, k->loc, child(path, "time"), 0.0)) s.budget_seconds = *v;
+    else ok = false;
+  }
+  if (const Entry* k = find(keys, "until_converged")) {
+    if (auto v = r.get_bool(k->value, k->loc, child(path, "until_converged"))) s.until_converged = *v;
     else ok = false;
   }
   if (ok && s.budget_trials <= 0 && s.budget_seconds <= 0)
@@ -301,7 +305,7 @@ void read_objective(YamlReader& r, const Entry& e, std::string& out) {
 }
 
 void read_search(YamlReader& r, const Entry& e, const SpaceRead& space, const SearchSpace& built, SearchSpec& s) {
-  if (!r.expect_map(e.value, e.loc, "search", "a map with strategy, budget, seed, initial, confirm, parallel"))
+  if (!r.expect_map(e.value, e.loc, "search", "a map with strategy, budget, seed, initial, confirm, parallel, race"))
     return;
   Entries keys = r.read_map(e.value, "search", &kSearchKeys);
   if (const Entry* k = find(keys, "strategy"))
@@ -317,6 +321,15 @@ void read_search(YamlReader& r, const Entry& e, const SpaceRead& space, const Se
   if (const Entry* k = find(keys, "parallel"))
     if (auto v = r.get_int(k->value, k->loc, "search.parallel", kParallelRange)) s.parallel = static_cast<int>(*v);
   if (const Entry* k = find(keys, "initial")) read_initial(r, *k, "search.initial", space, built, s.initial);
+  // `race: false` turns racing off; a number is the margin under the
+  // incumbent below which a trial is stopped early (tuner/racing.hpp).
+  if (const Entry* k = find(keys, "race")) {
+    if (k->value.IsScalar() && (k->value.Scalar() == "false" || k->value.Scalar() == "true")) {
+      if (auto v = r.get_bool(k->value, k->loc, "search.race")) s.race_margin = *v ? 0.05 : -1;
+    } else if (auto v = r.get_number(k->value, k->loc, "search.race", 0.0, 0.9)) {
+      s.race_margin = *v;
+    }
+  }
 }
 
 void read_executor(YamlReader& r, const Entry& e, ExecutorSpec& x) {

@@ -41,7 +41,7 @@ struct Study {
   std::optional<Outcome> best_outcome;     // what was measured for it (confirmed: its re-measurement)
   std::optional<TrialRecord> baseline;     // the first `initial` configuration, when measured
   double elapsed_s = 0;                    // this process plus earlier sessions of the journal
-  std::string stopped_by;                  // budget | time | exhausted | interrupted | failed
+  std::string stopped_by;                  // budget | time | converged | exhausted | interrupted | failed
   std::string failure;                     // stopped_by == failed: what failed in the tool itself, one line
   std::vector<std::string> notes;          // the search's diagnostics (also journaled as notes)
 

@@ -106,6 +106,7 @@ class TuningRun {
     if (interrupted()) return "interrupted";
     if (m_spec.search.budget_trials > 0 && m_started >= m_spec.search.budget_trials) return "budget";
     if (m_spec.search.budget_seconds > 0 && elapsed() >= m_spec.search.budget_seconds) return "time";
+    if (m_spec.search.until_converged && m_strategy->converged()) return "converged";
     return {};
   }
 
