@@ -5,6 +5,7 @@
 #include <ctime>
 #include <cmath>
 #include <fstream>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -139,6 +140,21 @@ MeasureResult measure_steps(const MeasureConfig& c, const std::function<StepResu
   r.throughput_rsd = relative_spread(&rates[first], rates.size() - first);
   r.busy_fraction = std::clamp(busy / seconds, 0.0, 1.0);
   return r;
+}
+
+MeasureResult simulate_measurement(const MeasureConfig& c, double throughput, double samples_per_step,
+                                   std::uint64_t seed, double step_jitter) {
+  std::mt19937_64 rng(seed ^ 0x5DEECE66DULL);
+  std::normal_distribution<double> z(0.0, step_jitter);
+  const double mean_step = samples_per_step / throughput;
+  double now = 0;
+  return measure_steps(
+      c,
+      [&] {
+        now += mean_step * std::exp(z(rng) - 0.5 * step_jitter * step_jitter);
+        return StepResult{static_cast<std::int64_t>(samples_per_step), 0, false};
+      },
+      [&] { return now; }, [&] { return now; });
 }
 
 namespace {

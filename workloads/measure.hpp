@@ -88,6 +88,14 @@ MeasureResult measure_steps(const MeasureConfig& c, const std::function<StepResu
 // the bar. Needs two windows or more.
 bool surely_below(const double* rates, std::size_t n, double bar, double floor_rsd = 0.02);
 
+// The rule above on a virtual clock, for workloads that model a pipeline
+// rather than run one (synthetic, replay): steps of `samples_per_step`
+// samples whose times scatter by `step_jitter` (relative) around the mean
+// that gives `throughput`, so that windows, warm-up, the cap and racing take
+// the seconds a real measurement would (elapsed_seconds), without waiting.
+MeasureResult simulate_measurement(const MeasureConfig& c, double throughput, double samples_per_step,
+                                   std::uint64_t seed, double step_jitter = 0.15);
+
 // Relative standard deviation (sample stddev / mean) of values; 0 for fewer
 // than two values or a zero mean.
 double relative_spread(const double* values, std::size_t n);

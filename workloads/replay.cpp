@@ -1,5 +1,7 @@
 #include "workloads/replay.hpp"
 
+#include "workloads/pipeline_knobs.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <random>
@@ -127,7 +129,8 @@ namespace {
 
 class ReplayWorkload final : public Workload {
  public:
-  ReplayWorkload(ReplayTable table, double noise) : m_table(std::move(table)), m_noise(noise) {}
+  ReplayWorkload(ReplayTable table, double noise, bool simulated, double startup)
+      : m_table(std::move(table)), m_noise(noise), m_simulated(simulated), m_startup(startup) {}
   std::string_view kind() const override { return "replay"; }
   std::optional<Outcome> expected(const Assignment& config) const override { return m_table.mean(config); }
 
@@ -137,12 +140,28 @@ class ReplayWorkload final : public Workload {
     std::mt19937_64 rng(ctx.seed * 0x9E3779B97F4A7C15ULL + 17);
     Outcome o = (*rows)[std::uniform_int_distribution<std::size_t>(0, rows->size() - 1)(rng)];
     if (o.ok() && m_noise > 0) o.throughput *= std::exp(std::normal_distribution<double>(0, m_noise)(rng));
+    if (m_simulated && o.ok()) {
+      // The recorded level, measured again by the harness's rule on a virtual
+      // clock (racing included); start-up as recorded when the table has it.
+      const double startup = o.seconds > 0 && o.metric("measure_seconds")
+                                 ? std::max(0.0, o.seconds - *o.metric("measure_seconds"))
+                                 : m_startup;
+      MeasureConfig c;
+      c.stop_below = ctx.stop_below;
+      const double batch = static_cast<double>(std::max<std::int64_t>(1, config.get_int("batch_size", 32)));
+      const MeasureResult r = simulate_measurement(c, o.throughput, batch, rng());
+      o.throughput = r.throughput;
+      add_measure_metrics(r, o);
+      o.seconds = startup + r.elapsed_seconds;
+    }
     return o;
   }
 
  private:
   ReplayTable m_table;
   double m_noise;
+  bool m_simulated;
+  double m_startup;
 };
 
 }  // namespace
@@ -155,10 +174,16 @@ WorkloadInfo replay_workload_info() {
       {"file", OptionType::path, std::nullopt, "the CSV table"},
       {"noise", OptionType::number, OptionValue{0.0}, "extra relative noise (log-normal sigma)", {}, 0.0, 1.0},
       {"metric", OptionType::string, OptionValue{std::string("throughput")}, "the column to maximise"},
+      {"simulated_time", OptionType::boolean, OptionValue{false},
+       "measure each recorded level again with the harness's rule (warm-up, windows, cap, racing) on a virtual "
+       "clock, and report the seconds that would take"},
+      {"startup_seconds", OptionType::duration, OptionValue{2.0},
+       "with simulated_time: start-up seconds when the table does not record them", {}, 0.0},
   };
   info.make = [](const Options& o, const WorkloadEnv& env) -> std::unique_ptr<Workload> {
     return std::make_unique<ReplayWorkload>(
-        ReplayTable(o.get_string("file"), env.parameter_names, o.get_string("metric")), o.get_number("noise"));
+        ReplayTable(o.get_string("file"), env.parameter_names, o.get_string("metric")), o.get_number("noise"),
+        o.get_bool("simulated_time"), o.get_number("startup_seconds"));
   };
   return info;
 }

@@ -107,28 +107,6 @@ Outcome synthetic_evaluate(const SyntheticProfile& p, const Assignment& config) 
 
 namespace {
 
-// The harness's own rule (workloads/measure.hpp) on a virtual clock: steps
-// of the configuration's mean step time with jitter, so that windows,
-// warm-up, the time cap and racing take the simulated seconds a real
-// measurement of this configuration would take, without waiting for them.
-constexpr double kStepJitter = 0.15;  // relative spread of one step's time
-
-MeasureResult simulate_measurement(double throughput, double batch, std::uint64_t seed, double stop_below) {
-  std::mt19937_64 rng(seed ^ 0x5DEECE66DULL);
-  std::normal_distribution<double> z(0.0, kStepJitter);
-  const double mean_step = batch / throughput;
-  double now = 0;
-  MeasureConfig c;  // the cpu harness's defaults
-  c.stop_below = stop_below;
-  return measure_steps(
-      c,
-      [&] {
-        now += mean_step * std::exp(z(rng) - 0.5 * kStepJitter * kStepJitter);
-        return StepResult{static_cast<std::int64_t>(batch), 0, false};
-      },
-      [&] { return now; }, [&] { return now; });
-}
-
 class SyntheticWorkload final : public Workload {
  public:
   SyntheticWorkload(SyntheticProfile p, double noise, std::uint64_t seed, double trial_seconds, bool simulated,
@@ -158,7 +136,9 @@ class SyntheticWorkload final : public Workload {
     }
     if (m_simulated) {
       const double batch = static_cast<double>(std::max<std::int64_t>(1, config.get_int("batch_size", 32)));
-      const MeasureResult r = simulate_measurement(o.throughput, batch, rng(), ctx.stop_below);
+      MeasureConfig c;  // the cpu harness's defaults
+      c.stop_below = ctx.stop_below;
+      const MeasureResult r = simulate_measurement(c, o.throughput, batch, rng());
       o.throughput = r.throughput;
       add_measure_metrics(r, o);
       o.seconds = m_startup + r.elapsed_seconds;

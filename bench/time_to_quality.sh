@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# Quality against the minutes spent (issue 15): for the embedded cpu default
+# (its exhaustive sweep replayed, each recorded level measured again by the
+# harness's rule on a virtual clock) and the four synthetic profiles
+# (simulated_time: the same rule on the model), `autotune compare` with and
+# without racing and the converged stop, SEEDS seeds, budget 30. Reports per
+# landscape the median fraction of the optimum at the end, the median seconds
+# until the recommendation reaches 98% of it, and the median seconds a run
+# takes, each variant beside the plain one.
+#   bench/time_to_quality.sh [SWEEP_CSV] [OUT_DIR] [SEEDS] [STRATEGY]
+# SWEEP_CSV: `autotune sweep --config configs/default_cpu.yaml --out X.csv`
+# (bench/results/cpu_default_sweep.csv is one; measuring it takes ~8 minutes).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+sweep=${1:-bench/results/cpu_default_sweep.csv}
+out=${2:-bench/results/time_to_quality}
+seeds=${3:-20}
+strategy=${4:-bo}
+mkdir -p "$out"
+
+# The landscapes: name and spec.
+specs=()
+if [ -f "$sweep" ]; then
+  # The embedded default's space and initial configuration, its workload replayed.
+  sed -e "s|^workload:.*|workload: {kind: replay, file: $(realpath "$sweep"), simulated_time: true}|" \
+      configs/default_cpu.yaml > "$out/cpu_default.yaml"
+  specs+=(cpu_default)
+fi
+for profile in balanced loader_bound compute_bound memory_tight; do
+  sed -e "s/profile: balanced/profile: $profile/" -e "s/seed: 3}/seed: 3, simulated_time: true}/" \
+      configs/synthetic.yaml > "$out/$profile.yaml"
+  specs+=("$profile")
+done
+
+row() {  # landscape variant flags -> one Markdown row from compare's summary.csv
+  local name=$1 variant=$2; shift 2
+  build/autotune compare --config "$out/$name.yaml" --strategies "$strategy" --repeats "$seeds" --budget 30 \
+    --budgets 30 "$@" --out "$out/$name-$variant" >/dev/null 2>&1
+  python3 - "$out/$name-$variant/summary.csv" "$name" "$variant" <<'PY'
+import csv, sys
+r = next(csv.DictReader(open(sys.argv[1])))
+print(f"| {sys.argv[2]} | {sys.argv[3]} | {float(r['median_fraction_at_30']):.3f} | {float(r['p10_fraction_at_30']):.3f} | "
+      f"{r['seconds_to_98'] or 'never'} | {float(r['seconds_per_run']):.0f} | {float(r['raced_per_run']):.1f} |")
+PY
+}
+
+{
+  echo "machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(nproc) cores"
+  echo "autotune $(git rev-parse --short HEAD 2>/dev/null || echo '?'), $(date -u +%Y-%m-%dT%H:%MZ); $strategy, $seeds seeds, budget 30"
+  echo
+  echo "| landscape | variant | @30 median | @30 p10 | seconds to 98% (median) | seconds per run (median) | raced per run |"
+  echo "|---|---|---|---|---|---|---|"
+  for name in "${specs[@]}"; do
+    row "$name" plain
+    row "$name" race --race 0.05
+    row "$name" converged --until-converged
+    row "$name" race+converged --race 0.05 --until-converged
+  done
+  echo
+  echo "seconds: the trials' own (simulated) seconds, summed: start-up, warm-up, timed windows."
+} | tee "$out/summary.md"
