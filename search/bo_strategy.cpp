@@ -8,8 +8,6 @@
 //    then are moved to the nearest usable configuration.
 //  - Model: a GP (search/gp) on log(throughput) of `ok` trials only; failures
 //    feed the FeasibilityModel instead (no penalty imputation, SEARCH-NOTES).
-//    Inputs are the space's encoding with inactive knobs at a fixed place
-//    (encode_active in search/knobs.hpp: prefetch at 0 workers).
 //  - Acquisition: log EI (Ament et al. 2023) + log P(feasible), scored on every
 //    valid unasked configuration when the space can be listed; otherwise on
 //    random candidates refined by a local search over neighbours.
@@ -39,8 +37,7 @@ class BoStrategy final : public StrategyBase {
   explicit BoStrategy(const StrategyContext& ctx)
       : StrategyBase(ctx),
         m_feasibility(m_space, ctx.vram_limit_bytes, ctx.ram_limit_bytes),
-        m_gp(groups(m_space)),
-        m_knobs(knob_memory(m_space)) {
+        m_gp(groups(m_space)) {
     m_initial = initial_design_size(m_space, ctx.budget);
   }
   std::string_view name() const override { return "bo"; }
@@ -91,7 +88,7 @@ class BoStrategy final : public StrategyBase {
   Eigen::MatrixXd matrix_of(const std::vector<const Observation*>& obs) const {
     Eigen::MatrixXd x(static_cast<Eigen::Index>(obs.size()), static_cast<Eigen::Index>(m_space.encoded_dims()));
     for (std::size_t i = 0; i < obs.size(); ++i)
-      x.row(static_cast<Eigen::Index>(i)) = encoded(obs[i]->config).transpose();
+      x.row(static_cast<Eigen::Index>(i)) = m_space.encode(obs[i]->config).transpose();
     return x;
   }
   static Eigen::VectorXd targets_of(const std::vector<const Observation*>& obs) {
@@ -137,7 +134,7 @@ class BoStrategy final : public StrategyBase {
   Eigen::VectorXd encoded(const Config& c) const {
     auto it = m_encoding_cache.find(c);
     if (it != m_encoding_cache.end()) return it->second;
-    Eigen::VectorXd e = encode_active(m_space, m_knobs, c);
+    Eigen::VectorXd e = m_space.encode(c);
     if (m_encoding_cache.size() < 200'000) m_encoding_cache.emplace(c, e);
     return e;
   }
@@ -195,7 +192,7 @@ class BoStrategy final : public StrategyBase {
     if (!pending().empty()) {
       Eigen::MatrixXd xp(static_cast<Eigen::Index>(pending().size()), static_cast<Eigen::Index>(m_space.encoded_dims()));
       Eigen::Index r = 0;
-      for (const auto& c : pending()) xp.row(r++) = encoded(c).transpose();
+      for (const auto& c : pending()) xp.row(r++) = m_space.encode(c).transpose();
       model = m_gp.with_believed(xp);
       if (!model.ready()) model = m_gp;
     }
@@ -278,7 +275,6 @@ class BoStrategy final : public StrategyBase {
 
   FeasibilityModel m_feasibility;
   gp::GaussianProcess m_gp;
-  std::vector<KnobMemory> m_knobs;
   int m_initial = 4;
   bool m_dirty = true;
   bool m_design_made = false;

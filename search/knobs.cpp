@@ -104,15 +104,4 @@ bool knob_is_active(const Assignment& a, std::string_view name) {
   return !v || to_number(*v) > 0;
 }
 
-Eigen::VectorXd encode_active(const SearchSpace& space, const std::vector<KnobMemory>& knobs, const Config& c) {
-  Eigen::VectorXd e = space.encode(c);
-  for (std::size_t d = 0; d < space.dims() && d < knobs.size(); ++d) {
-    const auto& np = knobs[d].needs_positive;
-    if (!np || to_number(space.param(*np).values[static_cast<std::size_t>(c[*np])]) > 0) continue;
-    for (std::size_t col = 0; col < space.encoded_dims(); ++col)
-      if (space.encoded_owner()[col] == d) e[static_cast<Eigen::Index>(col)] = 0.0;
-  }
-  return e;
-}
-
 }  // namespace autotune

@@ -57,14 +57,6 @@ std::vector<KnobMemory> knob_memory(const SearchSpace& space);
 // num_workers 0 does not). Names not in the configuration count as active.
 bool knob_is_active(const Assignment& a, std::string_view name);
 
-// The space's encoding (SearchSpace::encode) for a surrogate, with every
-// inactive knob (needs_positive not met: prefetch_factor at 0 workers) at a
-// fixed place, the low end of its columns: its value means nothing there, so
-// configurations that differ only in it are one point to the model, and the
-// slowness of loading inline is not read as a trend in prefetch. `knobs` is
-// knob_memory(space).
-Eigen::VectorXd encode_active(const SearchSpace& space, const std::vector<KnobMemory>& knobs, const Config& c);
-
 // The precision names the tool knows: fp32, tf32, fp16, bf16.
 const std::vector<std::string_view>& known_precisions();
 
