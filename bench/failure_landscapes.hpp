@@ -2,7 +2,8 @@
 // Failure-heavy pipeline landscapes (issue 12): a host-RAM cliff in
 // num_workers, a device-memory wall in batch_size x precision, a card that
 // lacks precisions, a space where about a third fails, and a user's own knob
-// declared `memory: host`. Unlike bench/landscapes.hpp, the spaces have no
+// declared `memory: host`, and a host wall through the loader queue (added
+// later, as a held-out check). Unlike bench/landscapes.hpp, the spaces have no
 // rules, so that a peer tuner (Optuna) sees exactly the same space from the
 // exported table (bench_failure_efficiency --export).
 //
@@ -207,6 +208,26 @@ inline std::vector<FailureLandscape> failure_landscapes() {
   cache.ram_limit_mb = 26000;
   cache.cache_knob = true;
   out.push_back(cache);
+
+  // Added with the second round of issue 12 as a check against tuning to the
+  // landscapes above: a wall of another shape, set before measuring the
+  // method on it and not changed since. Large samples (video clips): the
+  // host runs out through the queue (workers x prefetch x batch, a
+  // hyperbola), not through the workers themselves, and the card holds
+  // batch 256 only in half precision.
+  FailureLandscape queue;
+  queue.name = "queue-cliff";
+  queue.summary = "6 MB samples: host memory runs out through the loader queue (workers x prefetch x batch)";
+  queue.compute_us = 70;
+  queue.load_us = 900;
+  queue.copy_us = 30;
+  queue.cores = 14;
+  queue.worker_mb = 150;
+  queue.sample_mb = 6.0;
+  queue.ram_limit_mb = 30000;
+  queue.act_mb = 70;
+  queue.vram_limit_mb = 24000;
+  out.push_back(queue);
   return out;
 }
 

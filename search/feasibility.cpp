@@ -337,9 +337,13 @@ double FeasibilityModel::probability(const Config& c, MemoryKind kind) const {
       if (at_least(m, s, c)) return 1.0;
     const double y = predicted_bytes(m, c);
     const double by_bytes = y > 0 ? normal_cdf((m.log_capacity - std::log(y)) / m.log_sd) : 1.0;
-    // The bytes model extrapolates from few points: it may lower the
-    // estimate of the cones below, never raise it.
-    return std::min(by_bytes, cone_probability(m, c));
+    // Between the cones, a fit that holds (on what ran, and with every
+    // failure above what ran) is the better estimate: the cones' own P
+    // falls with the mere nearness of a failure, and the best configuration
+    // of a memory-bound pipeline sits next to the failures by nature, so
+    // capping by the cones kept its neighbourhood at P ~ 0.2-0.3 whatever
+    // the bytes said. The fit's spread carries its doubt.
+    return by_bytes;
   }
   return cone_probability(m, c);
 }

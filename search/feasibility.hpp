@@ -31,10 +31,13 @@
 // loader's pinned queue grows), so the fit is monotone too; against the capacity (the spec's
 // limit, or the geometric middle between the most that ran and the least
 // the fit puts on a failure, when not given) it gives P(fits) =
-// Phi(log(capacity / predicted) / spread). That may lower the cones'
-// estimate, never raise it: the fit extrapolates from few points. A fit
-// worse than 15% relative error, or one that puts a failure clearly below
-// what ran, is not used.
+// Phi(log(capacity / predicted) / spread). Between the cones (a
+// configuration neither above a failure nor below a success) that replaces
+// the nearest-neighbour estimate, which falls with the mere nearness of a
+// failure and so held the edge of the feasible region, where memory-bound
+// optima sit, at P ~ 0.2-0.3 even where the bytes said it fits. A fit worse
+// than 15% relative error, or one that puts a failure clearly below what
+// ran, is not used.
 // If the table's story is contradicted (a success at least as large as a
 // failure in the relevant knobs), that kind falls back to every non-neutral
 // knob, and then to nothing but exact matches.

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <map>
+#include <vector>
 
 #include <nlopt.h>
 
@@ -57,6 +59,16 @@ double log1mexp(double x) {
 
 }  // namespace
 
+double matern52(double s) {
+  const double r = std::sqrt(std::max(s, 0.0));
+  return (1.0 + kSqrt5 * r + 5.0 / 3.0 * s) * std::exp(-kSqrt5 * r);
+}
+// -d matern52 / d(r^2)
+double matern52_slope(double s) {
+  const double r = std::sqrt(std::max(s, 0.0));
+  return (5.0 / 6.0) * (1.0 + kSqrt5 * r) * std::exp(-kSqrt5 * r);
+}
+
 double length_scale_prior_mean(int groups) {
   return kLsPriorBase + 0.5 * std::log(std::max(1, groups));
 }
@@ -67,6 +79,11 @@ GaussianProcess::GaussianProcess(std::vector<int> column_group) : m_group(std::m
   m_theta.head(m_groups).setConstant(length_scale_prior_mean(m_groups));
   m_theta[m_groups] = kSignalPriorMean;
   m_theta[m_groups + 1] = std::log(1e-2);
+}
+
+void GaussianProcess::set_additive_share(double a) {
+  m_additive = std::clamp(a, 0.0, 1.0);
+  m_ready = false;
 }
 
 void GaussianProcess::set_data(const Eigen::MatrixXd& x, const Eigen::VectorXd& y) {
@@ -110,10 +127,14 @@ bool GaussianProcess::decompose(const Eigen::VectorXd& theta, Eigen::LLT<Eigen::
     r2 += m_group_d2[static_cast<std::size_t>(g)] * std::exp(-2.0 * theta[g]);
   const double sf2 = std::exp(theta[m_groups]);
   const double sn2 = std::exp(theta[m_groups + 1]);
-  Eigen::MatrixXd k = r2.unaryExpr([sf2](double s) {
-    const double r = std::sqrt(std::max(s, 0.0));
-    return sf2 * (1.0 + kSqrt5 * r + 5.0 / 3.0 * s) * std::exp(-kSqrt5 * r);
-  });
+  const double a = m_additive;
+  Eigen::MatrixXd k = r2.unaryExpr([sf2, a](double s) { return sf2 * (1.0 - a) * matern52(s); });
+  if (a > 0.0)
+    for (int g = 0; g < m_groups; ++g) {
+      const double inv = std::exp(-2.0 * theta[g]);
+      const double w = sf2 * a / m_groups;
+      k += m_group_d2[static_cast<std::size_t>(g)].unaryExpr([inv, w](double d) { return w * matern52(d * inv); });
+    }
   if (kernel_only) *kernel_only = k;
   if (r2_out) *r2_out = std::move(r2);
   k.diagonal().array() += sn2;
@@ -145,14 +166,19 @@ double GaussianProcess::log_likelihood(const Eigen::VectorXd& theta, Eigen::Vect
         alpha * alpha.transpose() - llt.solve(Eigen::MatrixXd::Identity(n, n));
     const double sf2 = std::exp(theta[m_groups]);
     // dK/d(r^2) * (-1) = sf2 * 5/6 (1 + sqrt5 r) exp(-sqrt5 r); dr^2/dlog l_g = -2 D_g / l_g^2.
-    const Eigen::MatrixXd dk_dr2 = r2.unaryExpr([sf2](double s) {
-      const double r = std::sqrt(std::max(s, 0.0));
-      return sf2 * (5.0 / 6.0) * (1.0 + kSqrt5 * r) * std::exp(-kSqrt5 * r);
-    });
+    const double a = m_additive;
+    const Eigen::MatrixXd dk_dr2 = r2.unaryExpr([sf2, a](double s) { return sf2 * (1.0 - a) * matern52_slope(s); });
     const Eigen::MatrixXd wk = w.cwiseProduct(dk_dr2);
-    for (int g = 0; g < m_groups; ++g)
-      (*grad)[g] = 0.5 * 2.0 * std::exp(-2.0 * theta[g]) *
-                   wk.cwiseProduct(m_group_d2[static_cast<std::size_t>(g)]).sum();
+    for (int g = 0; g < m_groups; ++g) {
+      const auto& d2 = m_group_d2[static_cast<std::size_t>(g)];
+      const double inv = std::exp(-2.0 * theta[g]);
+      double sum = wk.cwiseProduct(d2).sum();
+      if (a > 0.0) {
+        const double wg = sf2 * a / m_groups;
+        sum += w.cwiseProduct(d2.unaryExpr([inv, wg](double d) { return wg * matern52_slope(d * inv) * d; })).sum();
+      }
+      (*grad)[g] = 0.5 * 2.0 * inv * sum;
+    }
     (*grad)[m_groups] = 0.5 * w.cwiseProduct(kf).sum();
     (*grad)[m_groups + 1] = 0.5 * std::exp(theta[m_groups + 1]) * w.trace();
   }
@@ -297,13 +323,52 @@ Eigen::MatrixXd GaussianProcess::squared_distances(const Eigen::MatrixXd& a, con
 void GaussianProcess::predict(const Eigen::MatrixXd& xs, Eigen::VectorXd& mean, Eigen::VectorXd& var) const {
   const double sf2 = std::exp(m_theta[m_groups]);
   // Cross-covariance, data x candidates (n x m), so the solve below runs on columns.
-  Eigen::MatrixXd ks = squared_distances(m_x, xs, m_theta).unaryExpr([sf2](double s) {
-    const double r = std::sqrt(s);
-    return sf2 * (1.0 + kSqrt5 * r + 5.0 / 3.0 * s) * std::exp(-kSqrt5 * r);
+  const double a = m_additive;
+  Eigen::MatrixXd ks = squared_distances(m_x, xs, m_theta).unaryExpr([sf2, a](double s) {
+    return sf2 * (1.0 - a) * matern52(s);
   });
+  if (a > 0.0) ks += additive_cross(m_x, xs, m_theta);
   mean = (ks.transpose() * m_alpha).array() * m_y_std + m_y_mean;
   m_llt.matrixL().solveInPlace(ks);
   var = ((sf2 - ks.colwise().squaredNorm().array()).max(1e-12) * (m_y_std * m_y_std)).matrix().transpose();
+}
+
+// The additive part between the data (few rows) and candidates (many): a
+// group's kernel depends only on the group's own columns, which take few
+// distinct values over the candidates, so it is tabulated per distinct value.
+Eigen::MatrixXd GaussianProcess::additive_cross(const Eigen::MatrixXd& a, const Eigen::MatrixXd& b,
+                                                const Eigen::VectorXd& theta) const {
+  const double sf2 = std::exp(theta[m_groups]);
+  const double w = sf2 * m_additive / m_groups;
+  Eigen::MatrixXd out = Eigen::MatrixXd::Zero(a.rows(), b.rows());
+  for (int g = 0; g < m_groups; ++g) {
+    std::vector<Eigen::Index> cols;
+    for (std::size_t c = 0; c < m_group.size(); ++c)
+      if (m_group[c] == g) cols.push_back(static_cast<Eigen::Index>(c));
+    const double inv = std::exp(-2.0 * theta[g]);
+    std::map<std::vector<double>, Eigen::Index> distinct;
+    std::vector<Eigen::Index> key(static_cast<std::size_t>(b.rows()));
+    std::vector<std::vector<double>> values;
+    std::vector<double> v(cols.size());
+    for (Eigen::Index j = 0; j < b.rows(); ++j) {
+      for (std::size_t k = 0; k < cols.size(); ++k) v[k] = b(j, cols[k]);
+      auto [it, fresh] = distinct.emplace(v, static_cast<Eigen::Index>(values.size()));
+      if (fresh) values.push_back(v);
+      key[static_cast<std::size_t>(j)] = it->second;
+    }
+    Eigen::MatrixXd table(a.rows(), static_cast<Eigen::Index>(values.size()));
+    for (Eigen::Index i = 0; i < a.rows(); ++i)
+      for (std::size_t u = 0; u < values.size(); ++u) {
+        double d2 = 0.0;
+        for (std::size_t k = 0; k < cols.size(); ++k) {
+          const double diff = a(i, cols[k]) - values[u][k];
+          d2 += diff * diff;
+        }
+        table(i, static_cast<Eigen::Index>(u)) = w * matern52(d2 * inv);
+      }
+    for (Eigen::Index j = 0; j < b.rows(); ++j) out.col(j) += table.col(key[static_cast<std::size_t>(j)]);
+  }
+  return out;
 }
 
 Eigen::VectorXd GaussianProcess::mean_at_data() const {

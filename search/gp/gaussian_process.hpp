@@ -45,6 +45,16 @@ class GaussianProcess {
   explicit GaussianProcess(std::vector<int> column_group);
 
   int groups() const { return m_groups; }
+
+  // Share of the signal variance in an additive part: the kernel becomes
+  // sf2 * ((1 - a) * Matern(all groups) + a * mean over groups of
+  // Matern(that group alone)), with the same length scales in both parts.
+  // The additive part carries what one knob does to every configuration
+  // (Duvenaud et al., NeurIPS 2011, "Additive Gaussian processes"), which a
+  // product kernel learns only near the points that showed it. 0 (the
+  // default) is the plain product kernel.
+  void set_additive_share(double a);
+  double additive_share() const { return m_additive; }
   std::size_t size() const { return static_cast<std::size_t>(m_x.rows()); }
 
   // Replaces the data (rows of X are points). Keeps the hyperparameters.
@@ -88,8 +98,13 @@ class GaussianProcess {
                  Eigen::MatrixXd* kernel_only, Eigen::MatrixXd* r2_out) const;
   void clamp_theta(Eigen::VectorXd& theta, const FitOptions& o) const;
 
+  // Per group: the kernel of that group alone between rows of a and b.
+  Eigen::MatrixXd additive_cross(const Eigen::MatrixXd& a, const Eigen::MatrixXd& b,
+                                 const Eigen::VectorXd& theta) const;
+
   std::vector<int> m_group;
   int m_groups = 0;
+  double m_additive = 0.0;
   Eigen::MatrixXd m_x;
   Eigen::VectorXd m_y;          // standardised
   double m_y_mean = 0.0, m_y_std = 1.0;

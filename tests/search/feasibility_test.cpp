@@ -132,6 +132,43 @@ TEST(Feasibility, AFailureAtOneEndLeavesTheOtherEndOpen) {
   }
 }
 
+// Next to a host OOM, the reported bytes decide: a configuration the fit puts
+// well under the capacity stays open although a failure is one worker away,
+// one the fit puts over it closes, and the cones still rule out what is at
+// least as large as the failure. Without the bytes, nearness alone holds the
+// same neighbour at a coin flip or below.
+TEST(Feasibility, ReportedBytesDecideNextToAFailure) {
+  const bench::FailureLandscape land = bench::failure_landscapes()[0];  // worker-cliff: 24 GB, 1.8 GB per worker
+  ASSERT_EQ(land.name, "worker-cliff");
+  const SearchSpace& s = pipeline();
+  std::mt19937_64 noise(3);
+  const std::vector<Config> ran = {at(64, 10, 1, false, "fp16", 4), at(32, 8, 2, false, "fp32", 1),
+                                   at(128, 6, 4, false, "bf16", 2), at(16, 4, 8, true, "fp16", 1),
+                                   at(256, 2, 1, false, "tf32", 4), at(64, 9, 4, true, "fp16", 2)};
+  const Config failed = at(64, 11, 2, false, "fp16", 4);
+  std::vector<Observation> with_bytes, without;
+  for (const auto& c : ran) {
+    with_bytes.push_back({c, land.measure(s, c, noise, true)});
+    without.push_back({c, land.measure(s, c, noise, false)});
+    ASSERT_TRUE(with_bytes.back().outcome.ok());
+  }
+  with_bytes.push_back({failed, land.measure(s, failed, noise, true)});
+  without.push_back({failed, land.measure(s, failed, noise, false)});
+  ASSERT_EQ(with_bytes.back().outcome.status, Status::host_oom);
+
+  FeasibilityModel bytes(s, 0, 0), cones(s, 0, 0);
+  bytes.update(with_bytes);
+  cones.update(without);
+  const Config fits = at(64, 10, 2, false, "fp16", 4);   // 22.3 of 24 GB
+  const Config over = at(128, 10, 4, false, "fp16", 4);  // 26.1 GB
+  ASSERT_TRUE(land.true_throughput(s, fits));
+  ASSERT_FALSE(land.true_throughput(s, over));
+  EXPECT_GT(bytes.probability(fits), 0.7);
+  EXPECT_LE(cones.probability(fits), 0.5);
+  EXPECT_LT(bytes.probability(over), 0.2);
+  EXPECT_DOUBLE_EQ(bytes.probability(at(128, 12, 2, true, "fp32", 4)), 0.0) << "above the failure";
+}
+
 TEST(Feasibility, PrefetchMeansNothingWithoutWorkers) {
   FeasibilityModel m(pipeline(), 0, 0);
   m.update({{at(512, 0, 1, true, "fp32", 1), Outcome::failure(Status::host_oom, "killed")}});
