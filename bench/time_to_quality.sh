@@ -7,16 +7,17 @@
 # landscape the median fraction of the optimum at the end, the median seconds
 # until the recommendation reaches 98% of it, and the median seconds a run
 # takes, each variant beside the plain one.
-#   bench/time_to_quality.sh [SWEEP_CSV] [OUT_DIR] [SEEDS] [STRATEGY]
+#   bench/time_to_quality.sh [SWEEP_CSV] [SUMMARY_MD] [SEEDS] [STRATEGY]
+# The compare folders (CSV, plots) go to a scratch folder it names.
 # SWEEP_CSV: `autotune sweep --config configs/default_cpu.yaml --out X.csv`
 # (bench/results/cpu_default_sweep.csv is one; measuring it takes ~8 minutes).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 sweep=${1:-bench/results/cpu_default_sweep.csv}
-out=${2:-bench/results/time_to_quality}
+summary=${2:-bench/results/time_to_quality.md}
 seeds=${3:-20}
 strategy=${4:-bo}
-mkdir -p "$out"
+out=$(mktemp -d /tmp/autotune_time_to_quality.XXXXXX)
 
 # The landscapes: name and spec.
 specs=()
@@ -58,4 +59,5 @@ PY
   done
   echo
   echo "seconds: the trials' own (simulated) seconds, summed: start-up, warm-up, timed windows."
-} | tee "$out/summary.md"
+  echo "compare folders: $out"
+} | tee "$summary"

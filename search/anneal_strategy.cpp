@@ -63,6 +63,10 @@ class AnnealStrategy final : public StrategyBase {
     return random_usable();
   }
 
+  // Its own sign of convergence: two restarts in a row (from the best point,
+  // then from the runner-up) found nothing better.
+  bool converged() const override { return m_fruitless_restarts >= 2; }
+
   void observe(const Observation& obs) override {
     ++m_steps;
     m_feasibility.update(history());
@@ -75,6 +79,7 @@ class AnnealStrategy final : public StrategyBase {
       m_best = obs.config;
       m_best_y = y;
       m_since_best = 0;
+      m_fruitless_restarts = 0;
     } else {
       stagnate();
     }
@@ -101,6 +106,7 @@ class AnnealStrategy final : public StrategyBase {
   void stagnate() {
     if (++m_since_best < m_patience) return;
     m_since_best = 0;
+    ++m_fruitless_restarts;
     // Restart in the best feasible region: the best point, or the best
     // measured point other than it (a second basin), in turn.
     const Observation* first = nullptr;
@@ -198,6 +204,7 @@ class AnnealStrategy final : public StrategyBase {
   int m_steps = 0;
   int m_since_best = 0;
   bool m_restart_from_best = true;
+  int m_fruitless_restarts = 0;  // restarts since the last new best
   std::optional<Config> m_current;
   double m_current_y = 0.0;
   std::optional<Config> m_best;

@@ -18,6 +18,10 @@
 //    unchanged), which flattens EI around them; a pending point also counts as
 //    feasible evidence for nothing (the feasibility model sees outcomes only).
 //  - recommend(): the measured ok configuration with the best posterior mean.
+//  - converged(): after the design, the best EI x P(feasible) left over the
+//    candidates (in log-throughput: a relative gain) stayed under
+//    kConvergedGain for kConvergedProposals proposals in a row.
+//  - take_notes(): the GP's fit warnings and the fallbacks they caused.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -38,6 +42,10 @@ constexpr int kRandomCandidates = 2000;  // when the space cannot be listed
 // loading is slow, a deeper queue helps) is carried to the others instead of
 // fading with the distance. Equal halves: no preference between the two.
 constexpr double kAdditiveShare = 0.5;
+// Convergence: 0.5% of the incumbent expected from the best candidate, three
+// proposals running (one low EI can be a model that has not yet seen a region).
+constexpr double kConvergedGain = 0.005;
+constexpr int kConvergedProposals = 3;
 
 class BoStrategy final : public StrategyBase {
  public:
@@ -49,6 +57,16 @@ class BoStrategy final : public StrategyBase {
     m_initial = initial_design_size(m_space, ctx.budget);
   }
   std::string_view name() const override { return "bo"; }
+
+  bool converged() const override { return m_low_gain_streak >= kConvergedProposals; }
+
+  std::vector<std::string> take_notes() override {
+    std::vector<std::string> out = std::move(m_notes);
+    m_notes.clear();
+    const auto& w = m_gp.warnings();
+    for (; m_warnings_seen < w.size(); ++m_warnings_seen) out.push_back("bo: the GP fit: " + w[m_warnings_seen]);
+    return out;
+  }
 
   std::optional<Config> recommend() const override {
     std::vector<const Observation*> ok;
@@ -84,7 +102,12 @@ class BoStrategy final : public StrategyBase {
     // Two points give the GP's hyperparameters nothing to fit: its EI then
     // piles on a corner. Keep filling the space until a third one runs.
     if (ok.size() < 3) return space_filling();
-    if (!fit(ok)) return space_filling();
+    if (!fit(ok)) {
+      m_notes.push_back("bo: no posterior could be formed from " + std::to_string(ok.size()) +
+                        " measurements; this proposal fills the space instead");
+      m_low_gain_streak = 0;
+      return space_filling();
+    }
     return best_candidate(ok);
   }
 
@@ -210,6 +233,8 @@ class BoStrategy final : public StrategyBase {
     for (std::size_t i = 1; i < s.size(); ++i)
       if (s[i] > s[arg]) arg = i;
     Config chosen = *cs[arg];
+    // s is log(EI x P(feasible)) in log-throughput: exp(s) is the relative gain expected.
+    m_low_gain_streak = std::exp(s[arg]) < kConvergedGain ? m_low_gain_streak + 1 : 0;
     if (!valid_configs()) chosen = local_search(model, best, chosen, s[arg]);
     (void)ok;
     return chosen;
@@ -289,6 +314,9 @@ class BoStrategy final : public StrategyBase {
   std::vector<Config> m_design;
   std::size_t m_next_design = 0;
   mutable std::map<Config, Eigen::VectorXd> m_encoding_cache;
+  int m_low_gain_streak = 0;
+  std::vector<std::string> m_notes;
+  std::size_t m_warnings_seen = 0;
 };
 
 }  // namespace

@@ -339,3 +339,91 @@ TEST_F(TuneTest, SequentialStrategyStillFinishesWithParallelSlots) {
 
 }  // namespace
 }  // namespace autotune
+
+namespace autotune {
+namespace {
+
+// budget: {until_converged: true}. bo on a noise-free landscape of 720
+// configurations converges long before 150 trials (its expected gain falls
+// under 0.5% and stays there), never inside its initial design, and its
+// answer is as good as a run of the whole budget; a grid ignores the rule.
+TEST_F(TuneTest, UntilConvergedEndsBoEarlyWithTheSameAnswerAndAGridRunsToItsEnd) {
+  auto w = synthetic(0.0);
+  Spec full = make_spec("bo", 150);
+  const Study whole = run_tuning(full, measure_with(*w), {});
+  Spec spec = make_spec("bo", 150);
+  spec.output.journal = m_dir / "converged.journal.jsonl";
+  spec.search.until_converged = true;
+  const Study r = run_tuning(spec, measure_with(*w), {});
+  EXPECT_EQ(r.stopped_by, "converged");
+  EXPECT_LT(r.trials.size(), 150u);
+  EXPECT_GT(r.trials.size(), 7u) << "not inside the initial design (d + 1 = 7 points)";
+  ASSERT_TRUE(r.best_outcome && whole.best_outcome);
+  EXPECT_GE(r.best_outcome->throughput, 0.995 * whole.best_outcome->throughput);
+
+  Spec grid = make_spec("grid", 0);
+  grid.output.journal = m_dir / "grid.journal.jsonl";
+  grid.search.until_converged = true;
+  const Study g = run_tuning(grid, measure_with(*w), {});
+  EXPECT_EQ(g.stopped_by, "exhausted");
+}
+
+// Racing through the tuning loop: a bar is given once a trial was measured
+// in full, never to the first trial, and a raced trial is never the answer.
+TEST_F(TuneTest, TrialsGetTheRaceBarAfterTheFirstFullMeasurement) {
+  std::vector<double> bars;
+  std::mutex mu;
+  auto w = synthetic(0.0);
+  MeasureFn measure = [&](const Assignment& a, const TrialContext& ctx) {
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      bars.push_back(ctx.stop_below);
+    }
+    Outcome o = w->measure(a, ctx);
+    // A stand-in harness: a trial under its bar is raced, and reports a
+    // flattering figure that must not make it the answer.
+    if (o.ok() && ctx.stop_below > 0 && o.throughput < ctx.stop_below) {
+      o.metrics["raced"] = 1;
+      o.throughput = ctx.stop_below * 3;
+    }
+    return o;
+  };
+  Spec spec = make_spec("random", 20);
+  const Study r = run_tuning(spec, measure, {});
+  ASSERT_EQ(bars.size(), 20u);
+  EXPECT_EQ(bars.front(), 0) << "the baseline is measured in full";
+  EXPECT_GT(*std::max_element(bars.begin(), bars.end()), 0);
+  ASSERT_TRUE(r.best_outcome);
+  EXPECT_EQ(r.best_outcome->metric("raced"), std::nullopt) << "a raced trial is never the answer";
+  int raced = 0;
+  for (const auto& t : r.trials) raced += t.outcome.metric("raced").has_value();
+  EXPECT_GT(raced, 0);
+}
+
+}  // namespace
+}  // namespace autotune
+
+namespace autotune {
+namespace {
+
+// The search's diagnostics are journal records, read back in order, and a
+// resumed study carries them.
+TEST_F(TuneTest, NotesAreJournaledAndReplayed) {
+  const auto path = m_dir / "notes.journal.jsonl";
+  {
+    JournalWriter j(path, true);
+    j.header({{"space_hash", "h"}});
+    j.note("bo: the GP fit: nlopt failed from 2 of 3 starts", 1.5);
+    j.note("bo: no posterior could be formed from 3 measurements", 2.5);
+  }
+  const JournalContents c = read_journal(path);
+  ASSERT_EQ(c.notes.size(), 2u);
+  EXPECT_EQ(c.notes[0], "bo: the GP fit: nlopt failed from 2 of 3 starts");
+  SearchSpace space({{"batch_size", {I(16), I(32)}, Scale::log}}, {});
+  JournalContents same = c;
+  same.header["space_hash"] = space.hash();
+  EXPECT_EQ(replay_journal(same, space, path).study.notes, c.notes);
+}
+
+}  // namespace
+}  // namespace autotune
