@@ -7,13 +7,6 @@
 
 namespace autotune {
 
-std::optional<double> Study::best_throughput() const {
-  std::optional<double> best_tp;
-  for (const auto& t : trials)
-    if (t.outcome.ok() && (!best_tp || t.outcome.throughput > *best_tp)) best_tp = t.outcome.throughput;
-  return best_tp;
-}
-
 double Study::search_throughput(const Config& c) const {
   for (const auto& t : trials)
     if (t.config == c && t.outcome.ok()) return t.outcome.throughput;

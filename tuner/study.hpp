@@ -45,8 +45,6 @@ struct Study {
   std::string failure;                     // stopped_by == failed: what failed in the tool itself, one line
   std::vector<std::string> notes;          // the search's diagnostics (also journaled as notes)
 
-  // The highest throughput of an ok search trial so far.
-  std::optional<double> best_throughput() const;
   // The throughput of a configuration's ok search trial (0 when none).
   double search_throughput(const Config& c) const;
   // Sets `baseline` to the search trial of `initial` (the user's baseline).
