@@ -73,6 +73,15 @@ std::unique_ptr<Executor> make_executor(const Spec& spec, Workload& workload) {
                              plan);
 }
 
+std::unique_ptr<Executor> make_executor_or_report(const Spec& spec, Workload& workload, const std::string& who) {
+  try {
+    return make_executor(spec, workload);
+  } catch (const std::runtime_error& e) {
+    std::cerr << who << ": " << e.what() << "\n";
+    return nullptr;
+  }
+}
+
 bool apply_overrides(Spec& spec, const Overrides& o) {
   // The spec file's own checks (tuner/spec_checks.hpp), so that a value the
   // file refuses is refused here too, in the same words.

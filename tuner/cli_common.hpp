@@ -24,6 +24,8 @@ std::unique_ptr<Workload> make_workload_or_report(const Spec& spec);
 // the executor cannot work here (slurm outside an allocation, fewer GPU
 // entries than slots): bad input.
 std::unique_ptr<Executor> make_executor(const Spec& spec, Workload& workload);
+// The same, printing "<who>: <why>" and returning nullptr when it cannot.
+std::unique_ptr<Executor> make_executor_or_report(const Spec& spec, Workload& workload, const std::string& who);
 
 // Overrides from the command line, applied after loading and re-validated.
 struct Overrides {

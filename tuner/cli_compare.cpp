@@ -77,13 +77,8 @@ std::function<int()> add_compare_command(CLI::App& app) {
     if (!workload) return kExitBadInput;
     std::cerr << fmt::format("compare: {} strategies x {} seeds x {} trials on the {} workload\n",
                              opt.strategies.size(), opt.repeats, opt.budget, spec->workload.kind);
-    std::unique_ptr<Executor> executor;
-    try {
-      executor = make_executor(*spec, *workload);
-    } catch (const std::runtime_error& e) {
-      std::cerr << "compare: " << e.what() << "\n";
-      return kExitBadInput;
-    }
+    auto executor = make_executor_or_report(*spec, *workload, "compare");
+    if (!executor) return kExitBadInput;
     TrialSettings settings = trial_settings(*spec);
     settings.log_root.clear();  // thousands of trials: no log folders
     CompareResult r = run_compare(spec->space, *workload, *executor, settings, opt);

@@ -42,13 +42,8 @@ std::function<int()> add_sweep_command(CLI::App& app) {
     }
     auto workload = make_workload_or_report(*spec);
     if (!workload) return kExitBadInput;
-    std::unique_ptr<Executor> executor;
-    try {
-      executor = make_executor(*spec, *workload);
-    } catch (const std::runtime_error& e) {
-      std::cerr << "sweep: " << e.what() << "\n";
-      return kExitBadInput;
-    }
+    auto executor = make_executor_or_report(*spec, *workload, "sweep");
+    if (!executor) return kExitBadInput;
     TrialSettings settings = trial_settings(*spec);
     settings.log_root.clear();
     Scheduler scheduler(*executor, settings);

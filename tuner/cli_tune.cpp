@@ -112,13 +112,8 @@ std::function<int()> add_tune_options(CLI::App& app) {
     if (!spec || !apply_overrides(*spec, args->overrides)) return kExitBadInput;
     auto workload = make_workload_or_report(*spec);
     if (!workload) return kExitBadInput;
-    std::unique_ptr<Executor> executor;
-    try {
-      executor = make_executor(*spec, *workload);
-    } catch (const std::runtime_error& e) {
-      std::cerr << "autotune: " << e.what() << "\n";
-      return kExitBadInput;
-    }
+    auto executor = make_executor_or_report(*spec, *workload, "autotune");
+    if (!executor) return kExitBadInput;
 
     install_interrupt_handler();
     TuneOptions opt;

@@ -348,27 +348,30 @@ class Callbacks(unittest.TestCase):
         self.assertGreater(cb.meter.result["throughput"], 4 / 0.003)
 
 
+def tune_in(folder, job, space, timeout=180):
+    """Writes job.py and space.yaml into `folder`, runs autotune there (the
+    helper must come from the trial's own PYTHONPATH) and returns the process."""
+    with open(os.path.join(folder, "job.py"), "w") as f:
+        f.write(textwrap.dedent(job))
+    with open(os.path.join(folder, "space.yaml"), "w") as f:
+        f.write(f"workload: {{kind: command, command: '{sys.executable} job.py', timeout: 60s}}\n" + space)
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    return subprocess.run([os.environ["AUTOTUNE_BINARY"], "--config", "space.yaml"], cwd=folder, env=env,
+                          capture_output=True, text=True, timeout=timeout)
+
+
 class ThroughAutotune(unittest.TestCase):
     def test_a_command_trial_imports_the_helper_with_no_install_step(self):
-        binary = os.environ.get("AUTOTUNE_BINARY")
-        if not binary:
+        if not os.environ.get("AUTOTUNE_BINARY"):
             self.skipTest("AUTOTUNE_BINARY not set (ctest sets it)")
         with tempfile.TemporaryDirectory() as d:
-            with open(os.path.join(d, "job.py"), "w") as f:
-                f.write(textwrap.dedent("""
+            p = tune_in(d, """
                     import autotune_trial, time
                     p = autotune_trial.params(batch_size=4)
                     with autotune_trial.Meter(p, warmup_s=0.1, max_s=1) as m:
                         for b in m.batches(iter(lambda: [0] * p.batch_size, None)):
                             time.sleep(0.001)
-                """))
-            with open(os.path.join(d, "space.yaml"), "w") as f:
-                f.write(f"workload: {{kind: command, command: '{sys.executable} job.py', timeout: 60s}}\n"
-                        "space:\n  batch_size: [4, 8]\n"
-                        "search: {strategy: grid}\n")
-            env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-            p = subprocess.run([binary, "--config", "space.yaml"], cwd=d, env=env, capture_output=True, text=True,
-                               timeout=120)
+                """, "space:\n  batch_size: [4, 8]\nsearch: {strategy: grid}\n", timeout=120)
             self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
             with open(os.path.join(d, "tuned.journal.jsonl")) as f:
                 finished = [json.loads(line) for line in f if '"finish"' in line]
@@ -378,12 +381,10 @@ class ThroughAutotune(unittest.TestCase):
 
 
     def test_racing_through_autotune_a_job_that_honours_the_bar_and_one_that_ignores_it(self):
-        binary = os.environ.get("AUTOTUNE_BINARY")
-        if not binary:
+        if not os.environ.get("AUTOTUNE_BINARY"):
             self.skipTest("AUTOTUNE_BINARY not set (ctest sets it)")
         with tempfile.TemporaryDirectory() as d:
-            with open(os.path.join(d, "job.py"), "w") as f:
-                f.write(textwrap.dedent("""
+            p = tune_in(d, """
                     import autotune_trial, json, os, time
                     p = autotune_trial.params(mode="meter", delay_ms=1)
                     def loader():
@@ -399,14 +400,8 @@ class ThroughAutotune(unittest.TestCase):
                         for _ in range(60):
                             next(it)
                         print(json.dumps({"throughput": 240 / (time.perf_counter() - t0)}))
-                """))
-            with open(os.path.join(d, "space.yaml"), "w") as f:
-                f.write(f"workload: {{kind: command, command: '{sys.executable} job.py', timeout: 60s}}\n"
-                        "space:\n  mode: [meter, own]\n  delay_ms: [1, 20]\n"
-                        "search: {strategy: grid, initial: [{mode: meter, delay_ms: 1}]}\n")
-            env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-            p = subprocess.run([binary, "--config", "space.yaml"], cwd=d, env=env, capture_output=True, text=True,
-                               timeout=180)
+                """, "space:\n  mode: [meter, own]\n  delay_ms: [1, 20]\n"
+                     "search: {strategy: grid, initial: [{mode: meter, delay_ms: 1}]}\n")
             self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
             with open(os.path.join(d, "tuned.journal.jsonl")) as f:
                 finished = {(t["config"]["mode"], t["config"]["delay_ms"]): t

@@ -11,6 +11,8 @@
 #include <filesystem>
 #include <string>
 
+#include "tests/support/shell.hpp"
+
 namespace autotune::testing {
 
 inline const std::string& chromium_binary() {
@@ -46,14 +48,8 @@ inline BrowserRun run_chromium(const std::filesystem::path& profile, const std::
   const std::string cmd = "timeout 90 '" + chromium_binary() +
                           "' --headless --disable-gpu --no-sandbox --disable-dev-shm-usage --hide-scrollbars "
                           "--user-data-dir='" + profile.string() + "' " + args;
-  BrowserRun r;
-  FILE* p = ::popen(cmd.c_str(), "r");
-  std::array<char, 4096> buf{};
-  std::size_t n;
-  while ((n = std::fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
-  const int st = ::pclose(p);
-  r.status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-  return r;
+  const ShellRun run = run_shell(cmd);
+  return BrowserRun{run.status, run.out};
 }
 
 struct RenderedPage {

@@ -10,6 +10,8 @@
 #include <map>
 
 #include <nlohmann/json.hpp>
+
+#include "tests/support/shell.hpp"
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -28,15 +30,8 @@ struct CliRun {
 };
 
 CliRun run(const std::string& args) {
-  CliRun r;
-  const std::string cmd = std::string(AUTOTUNE_BINARY) + " " + args + " 2>&1";
-  FILE* p = ::popen(cmd.c_str(), "r");
-  std::array<char, 4096> buf{};
-  std::size_t n;
-  while ((n = std::fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
-  const int st = ::pclose(p);
-  r.status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-  return r;
+  const auto r = autotune::testing::run_shell(std::string(AUTOTUNE_BINARY) + " " + args + " 2>&1");
+  return {r.status, r.out};
 }
 
 class Cli : public ::testing::Test {

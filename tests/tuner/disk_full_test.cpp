@@ -18,6 +18,7 @@
 #include <nlohmann/json.hpp>
 
 #include "tests/support/proc_util.hpp"
+#include "tests/support/shell.hpp"
 #include "tuner/journal.hpp"
 
 namespace autotune {
@@ -131,13 +132,10 @@ TEST_F(DiskFull, StopsWithItsOwnStatusKeepsEveryRecordAndResumes) {
   // Room again: --resume replays what was kept and measures the rest once.
   fs::remove(m_mnt / "filler");
   std::ofstream(resumed) << "yes";
-  const std::string again = std::string(AUTOTUNE_BINARY) + " --config " + spec.string() + " --resume 2>&1";
-  FILE* p = ::popen(again.c_str(), "r");
-  std::string rout;
-  char buf[4096];
-  for (std::size_t n; (n = std::fread(buf, 1, sizeof buf, p)) > 0;) rout.append(buf, n);
-  const int rst = ::pclose(p);
-  ASSERT_TRUE(WIFEXITED(rst) && WEXITSTATUS(rst) == 0) << rout;
+  const testing::ShellRun again =
+      testing::run_shell(std::string(AUTOTUNE_BINARY) + " --config " + spec.string() + " --resume 2>&1");
+  const std::string& rout = again.out;
+  ASSERT_EQ(again.status, 0) << rout;
   std::size_t replayed = 0;
   for (std::size_t pos = 0; (pos = rout.find("(from the journal)", pos)) != std::string::npos; ++pos) ++replayed;
   EXPECT_EQ(replayed, kept) << rout;

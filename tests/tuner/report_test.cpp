@@ -22,6 +22,8 @@ namespace {
 
 namespace fs = std::filesystem;
 using testing::ScratchDir;
+using testing::ShellRun;
+using testing::run_shell;
 
 struct CliRun {
   int status = -1;
@@ -32,13 +34,10 @@ CliRun run_cli(const ScratchDir& dir, const std::string& args) {
   const auto err = dir.path() / "stderr.txt";
   const std::string cmd = "cd '" + dir.path().string() + "' && '" + AUTOTUNE_BINARY + "' " + args + " 2>'" +
                           err.string() + "'";
+  const ShellRun run = run_shell(cmd);
   CliRun r;
-  FILE* p = ::popen(cmd.c_str(), "r");
-  std::array<char, 4096> buf{};
-  std::size_t n;
-  while ((n = std::fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
-  const int st = ::pclose(p);
-  r.status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+  r.status = run.status;
+  r.out = run.out;
   r.err = dir.read("stderr.txt");
   return r;
 }
