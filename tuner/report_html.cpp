@@ -6,6 +6,7 @@
 
 #include "tuner/emitter.hpp"
 #include "tuner/html_page.hpp"
+#include "tuner/racing.hpp"
 #include "tuner/report_facts.hpp"
 #include "tuner/report_plots.hpp"
 #include "tuner/time_split.hpp"
@@ -127,6 +128,7 @@ std::string trials_panel(const JournalStudy& s) {
       row.push_back(cell(fmt::format("{:.1f}", o.seconds), o.seconds));
       row.push_back(cell(fmt::format("{:.0f}", j.finish_time), j.finish_time));
       if (!o.ok()) note += (note.empty() ? "" : "; ") + o.reason.substr(0, 200);
+      if (was_raced(o)) note += (note.empty() ? "" : "; ") + std::string("raced: stopped early, surely below the bar");
       row.push_back(cell(note, std::nullopt, "reason"));
     }
     t.rows.push_back(std::move(row));

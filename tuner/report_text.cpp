@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "tuner/racing.hpp"
 #include "tuner/report_facts.hpp"
 #include "tuner/report_html.hpp"
 #include "tuner/time_split.hpp"
@@ -51,7 +52,8 @@ std::string trials_table(const JournalStudy& s) {
       row.insert(row.end(), {"running", "", "", "", ""});
     } else {
       const Outcome& o = *t->outcome;
-      row.insert(row.end(), {std::string(to_string(o.status)), o.ok() ? fmt::format("{:.1f}", o.throughput) : "",
+      row.insert(row.end(), {std::string(to_string(o.status)) + (was_raced(o) ? " (raced)" : ""),
+                             o.ok() ? fmt::format("{:.1f}", o.throughput) : "",
                              memory_of(o, "vram_bytes"), memory_of(o, "ram_bytes"), fmt::format("{:.1f}", o.seconds)});
     }
     rows.push_back(std::move(row));
