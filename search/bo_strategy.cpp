@@ -6,7 +6,8 @@
 //    on the ranges' ends) up to initial_design_size(): d+1 points, at most a
 //    third of the budget. Design points the feasibility model rules out by
 //    then are moved to the nearest usable configuration.
-//  - Model: a GP (search/gp) on log(throughput) of `ok` trials only; failures
+//  - Model: a GP (search/gp) on log(throughput) of `ok` trials only (a raced
+//    trial with kRacedNoiseScale times the noise variance); failures
 //    feed the FeasibilityModel instead (no penalty imputation, SEARCH-NOTES).
 //    Its kernel is half product, half additive over the parameters
 //    (kAdditiveShare).
@@ -46,6 +47,10 @@ constexpr double kAdditiveShare = 0.5;
 // proposals running (one low EI can be a model that has not yet seen a region).
 constexpr double kConvergedGain = 0.005;
 constexpr int kConvergedProposals = 3;
+// A raced trial (stopped after two or three windows below the tuner's bar)
+// is a shorter measurement: four times the noise variance of a full one
+// (the spread of a mean of 2 windows against one of up to 10).
+constexpr double kRacedNoiseScale = 4.0;
 
 class BoStrategy final : public StrategyBase {
  public:
@@ -75,6 +80,7 @@ class BoStrategy final : public StrategyBase {
     if (ok.size() < 3) return StrategyBase::recommend();
     gp::GaussianProcess g = m_gp;  // a copy: recommend() is const
     g.set_data(matrix_of(ok), targets_of(ok));
+    g.set_noise_scale(noise_scales_of(ok));
     std::mt19937_64 rng(m_ctx.seed ^ 0x5eedULL);
     if (!g.fit(rng)) return StrategyBase::recommend();
     const Eigen::VectorXd mean = g.mean_at_data();
@@ -122,6 +128,12 @@ class BoStrategy final : public StrategyBase {
       x.row(static_cast<Eigen::Index>(i)) = m_space.encode(obs[i]->config).transpose();
     return x;
   }
+  static Eigen::VectorXd noise_scales_of(const std::vector<const Observation*>& obs) {
+    Eigen::VectorXd s(static_cast<Eigen::Index>(obs.size()));
+    for (std::size_t i = 0; i < obs.size(); ++i)
+      s[static_cast<Eigen::Index>(i)] = obs[i]->outcome.raced() ? kRacedNoiseScale : 1.0;
+    return s;
+  }
   static Eigen::VectorXd targets_of(const std::vector<const Observation*>& obs) {
     Eigen::VectorXd y(static_cast<Eigen::Index>(obs.size()));
     for (std::size_t i = 0; i < obs.size(); ++i) y[static_cast<Eigen::Index>(i)] = std::log(obs[i]->outcome.throughput);
@@ -130,6 +142,7 @@ class BoStrategy final : public StrategyBase {
 
   bool fit(const std::vector<const Observation*>& ok) {
     m_gp.set_data(matrix_of(ok), targets_of(ok));
+    m_gp.set_noise_scale(noise_scales_of(ok));
     gp::FitOptions fo;
     // Fewer restarts as data grows: the previous optimum is a good start then.
     const bool large = ok.size() >= 30;

@@ -31,4 +31,6 @@ std::optional<double> Outcome::metric(const std::string& key) const {
   return it->second;
 }
 
+bool Outcome::raced() const { return metric("raced").value_or(0) > 0; }
+
 }  // namespace autotune

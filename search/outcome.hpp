@@ -37,6 +37,9 @@ struct Outcome {
   double seconds = 0.0;                    // wall time the trial took
 
   bool ok() const { return status == Status::ok; }
+  // Stopped early, surely below the tuner's bar (metric raced = 1): a real
+  // but shorter, noisier measurement (tuner/racing.hpp).
+  bool raced() const;
   std::optional<double> metric(const std::string& key) const;
 
   static Outcome success(double throughput) {

@@ -4,7 +4,7 @@
 
 namespace autotune {
 
-bool was_raced(const Outcome& o) { return o.metric("raced").value_or(0) > 0; }
+bool was_raced(const Outcome& o) { return o.raced(); }
 
 double supported_throughput(const Outcome& o) {
   const double rsd = std::max(0.0, o.metric("throughput_rsd").value_or(0));

@@ -93,6 +93,7 @@ void GaussianProcess::set_data(const Eigen::MatrixXd& x, const Eigen::VectorXd& 
   double var = n > 1 ? (y.array() - m_y_mean).square().sum() / static_cast<double>(n - 1) : 0.0;
   m_y_std = var > 1e-24 ? std::sqrt(var) : 1.0;
   m_y = (y.array() - m_y_mean) / m_y_std;
+  m_noise_scale = Eigen::VectorXd::Ones(n);
   m_group_d2.assign(static_cast<std::size_t>(m_groups), Eigen::MatrixXd::Zero(n, n));
   for (Eigen::Index c = 0; c < x.cols(); ++c) {
     auto& d2 = m_group_d2[static_cast<std::size_t>(m_group[static_cast<std::size_t>(c)])];
@@ -102,6 +103,11 @@ void GaussianProcess::set_data(const Eigen::MatrixXd& x, const Eigen::VectorXd& 
         d2(i, j) += diff * diff;
       }
   }
+  m_ready = false;
+}
+
+void GaussianProcess::set_noise_scale(const Eigen::VectorXd& scale) {
+  if (scale.size() == m_noise_scale.size()) m_noise_scale = scale.cwiseMax(1.0);
   m_ready = false;
 }
 
@@ -137,7 +143,7 @@ bool GaussianProcess::decompose(const Eigen::VectorXd& theta, Eigen::LLT<Eigen::
     }
   if (kernel_only) *kernel_only = k;
   if (r2_out) *r2_out = std::move(r2);
-  k.diagonal().array() += sn2;
+  k.diagonal().array() += sn2 * m_noise_scale.array();
   llt.compute(k);
   for (double jitter = kJitterStart * sf2; llt.info() != Eigen::Success; jitter *= 10.0) {
     if (jitter > kJitterCap * sf2) return false;
@@ -180,7 +186,7 @@ double GaussianProcess::log_likelihood(const Eigen::VectorXd& theta, Eigen::Vect
       (*grad)[g] = 0.5 * 2.0 * inv * sum;
     }
     (*grad)[m_groups] = 0.5 * w.cwiseProduct(kf).sum();
-    (*grad)[m_groups + 1] = 0.5 * std::exp(theta[m_groups + 1]) * w.trace();
+    (*grad)[m_groups + 1] = 0.5 * std::exp(theta[m_groups + 1]) * w.diagonal().dot(m_noise_scale);
   }
   return value;
 }
@@ -389,6 +395,7 @@ GaussianProcess GaussianProcess::with_believed(const Eigen::MatrixXd& xp) const 
   // Keep the standardisation of the real data: believed points carry no news.
   const double mean = m_y_mean, sd = m_y_std;
   out.set_data(x, y);
+  out.m_noise_scale.head(m_noise_scale.size()) = m_noise_scale;  // believed points: the learned noise
   out.m_y_mean = mean;
   out.m_y_std = sd;
   out.m_y = (y.array() - mean) / sd;

@@ -58,7 +58,11 @@ class GaussianProcess {
   std::size_t size() const { return static_cast<std::size_t>(m_x.rows()); }
 
   // Replaces the data (rows of X are points). Keeps the hyperparameters.
+  // Every point gets the learned noise variance.
   void set_data(const Eigen::MatrixXd& x, const Eigen::VectorXd& y);
+  // Per point, a multiple of the learned noise variance (after set_data):
+  // a shorter, noisier measurement (a raced trial) weighs less. All >= 1.
+  void set_noise_scale(const Eigen::VectorXd& scale);
   // Maximises the penalised marginal likelihood, then conditions. Returns
   // false when the posterior could not be formed (see warnings()).
   bool fit(std::mt19937_64& rng, const FitOptions& options = {});
@@ -107,6 +111,7 @@ class GaussianProcess {
   double m_additive = 0.0;
   Eigen::MatrixXd m_x;
   Eigen::VectorXd m_y;          // standardised
+  Eigen::VectorXd m_noise_scale;  // per point, times the learned noise variance
   double m_y_mean = 0.0, m_y_std = 1.0;
   std::vector<Eigen::MatrixXd> m_group_d2;  // per group: squared distances over its columns
   Eigen::VectorXd m_theta;

@@ -56,6 +56,47 @@ TEST(GaussianProcess, LikelihoodGradientMatchesFiniteDifferences) {
   }
 }
 
+// A raced trial's point carries more noise (set_noise_scale): the gradient
+// in the noise holds, and the posterior follows that point less.
+TEST(GaussianProcess, ANoisierPointWeighsLessAndTheGradientHolds) {
+  std::mt19937_64 rng(5);
+  auto gp = make_gp();
+  const Eigen::MatrixXd x = points(12, rng);
+  const Eigen::VectorXd y = f(x);
+  gp.set_data(x, y);
+  Eigen::VectorXd scale = Eigen::VectorXd::Ones(12);
+  scale[3] = 4.0;
+  scale[7] = 4.0;
+  gp.set_noise_scale(scale);
+  Eigen::VectorXd theta(6);
+  theta << -0.5, 0.2, 0.7, -0.1, 0.3, -2.0;
+  Eigen::VectorXd grad;
+  gp.log_likelihood(theta, &grad);
+  const double h = 1e-5;
+  Eigen::VectorXd tp = theta, tm = theta;
+  tp[5] += h;
+  tm[5] -= h;
+  const double fd = (gp.log_likelihood(tp, nullptr) - gp.log_likelihood(tm, nullptr)) / (2 * h);
+  EXPECT_NEAR(grad[5], fd, 1e-4 * std::max(1.0, std::fabs(fd)));
+
+  // Point 3 moved far off: with its noise scaled by 100 the posterior mean
+  // there stays nearer the others' view than with the plain noise.
+  Eigen::VectorXd off = y;
+  off[3] += 3.0;
+  auto plain = make_gp();
+  plain.set_data(x, off);
+  plain.set_theta(theta);
+  ASSERT_TRUE(plain.condition());
+  auto noisy = make_gp();
+  noisy.set_data(x, off);
+  Eigen::VectorXd big = Eigen::VectorXd::Ones(12);
+  big[3] = 100.0;
+  noisy.set_noise_scale(big);
+  noisy.set_theta(theta);
+  ASSERT_TRUE(noisy.condition());
+  EXPECT_LT(std::fabs(noisy.mean_at_data()[3] - y[3]), std::fabs(plain.mean_at_data()[3] - y[3]));
+}
+
 TEST(GaussianProcess, AdditiveLikelihoodGradientMatchesFiniteDifferences) {
   std::mt19937_64 rng(11);
   for (double share : {0.3, 0.5, 1.0}) {
