@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -14,6 +15,15 @@
 namespace autotune::bench {
 
 // The CPU's model name from /proc/cpuinfo, for the figures' header.
+// "a,b,,c" -> {"a", "b", "c"}: a comma-separated command-line list.
+inline std::vector<std::string> split(const std::string& s) {
+  std::vector<std::string> out;
+  std::stringstream ss(s);
+  for (std::string item; std::getline(ss, item, ',');)
+    if (!item.empty()) out.push_back(item);
+  return out;
+}
+
 inline std::string cpu_model() {
   std::ifstream in("/proc/cpuinfo");
   for (std::string l; std::getline(in, l);)

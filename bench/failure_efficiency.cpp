@@ -34,14 +34,6 @@ using namespace autotune;
 
 namespace {
 
-std::vector<std::string> split(const std::string& s) {
-  std::vector<std::string> out;
-  std::stringstream ss(s);
-  for (std::string item; std::getline(ss, item, ',');)
-    if (!item.empty()) out.push_back(item);
-  return out;
-}
-
 // The whole landscape as a table: one row per configuration, the parameters'
 // values, then status, noise-free throughput, memory and the failure reason.
 // A second file lists each parameter's domain in order (name,kind,values...).
@@ -81,11 +73,11 @@ int main(int argc, char** argv) {
     const std::string a = argv[i];
     const bool more = i + 1 < argc;
     if (a == "--seeds" && more) seeds = std::stoi(argv[++i]);
-    else if (a == "--strategies" && more) strategies = split(argv[++i]);
+    else if (a == "--strategies" && more) strategies = bench::split(argv[++i]);
     else if (a == "--budgets" && more) {
       budgets.clear();
-      for (const auto& b : split(argv[++i])) budgets.push_back(std::stoi(b));
-    } else if (a == "--landscapes" && more) only = split(argv[++i]);
+      for (const auto& b : bench::split(argv[++i])) budgets.push_back(std::stoi(b));
+    } else if (a == "--landscapes" && more) only = bench::split(argv[++i]);
     else if (a == "--parallel" && more) parallel = std::max(1, std::stoi(argv[++i]));
     else if (a == "--limits") limits = true;
     else if (a == "--no-memory-metrics") metrics = false;

@@ -14,7 +14,6 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -24,19 +23,6 @@
 #include "tuner/tune.hpp"
 
 using namespace autotune;
-
-namespace {
-
-std::vector<std::string> split(const std::string& s) {
-  std::vector<std::string> out;
-  std::stringstream ss(s);
-  for (std::string item; std::getline(ss, item, ',');)
-    if (!item.empty()) out.push_back(item);
-  return out;
-}
-
-
-}  // namespace
 
 int main(int argc, char** argv) {
   int seeds = 20;
@@ -49,11 +35,11 @@ int main(int argc, char** argv) {
     const std::string a = argv[i];
     const bool more = i + 1 < argc;
     if (a == "--seeds" && more) seeds = std::stoi(argv[++i]);
-    else if (a == "--strategies" && more) strategies = split(argv[++i]);
+    else if (a == "--strategies" && more) strategies = bench::split(argv[++i]);
     else if (a == "--budgets" && more) {
       budgets.clear();
-      for (const auto& b : split(argv[++i])) budgets.push_back(std::stoi(b));
-    } else if (a == "--landscapes" && more) only = split(argv[++i]);
+      for (const auto& b : bench::split(argv[++i])) budgets.push_back(std::stoi(b));
+    } else if (a == "--landscapes" && more) only = bench::split(argv[++i]);
     else if (a == "--no-memory-metrics") memory_metrics = false;
     else if (a == "--trace") trace = true;
     else {
