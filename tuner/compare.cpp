@@ -104,7 +104,6 @@ CompareResult run_compare(const SearchSpace& space, Workload& workload, Executor
       run_settings.seed = ctx.seed;
       run_settings.limits = options.limits;
       Scheduler scheduler(executor, run_settings);
-      std::map<Config, double> measured;  // this run's measurements (truth when none is known)
       Study study;                        // this run's trials: the answer is settled as in tuning
       double elapsed = 0;
       CompareTrial last;
@@ -134,7 +133,6 @@ CompareResult run_compare(const SearchSpace& space, Workload& workload, Executor
         const Outcome o = scheduler.wait_next().outcome;
         strategy->tell(*c, o);
         study.trials.push_back({t, *c, o, false});
-        if (o.ok()) measured[*c] = o.throughput;
         elapsed += o.seconds;
         row.status = o.status;
         row.measured = o.ok() ? o.throughput : 0.0;
@@ -145,7 +143,8 @@ CompareResult run_compare(const SearchSpace& space, Workload& workload, Executor
         study.settle_answer(strategy->recommend());
         if (study.best) {
           auto it = truth.find(*study.best);
-          row.recommended_true = it != truth.end() ? it->second : measured[*study.best];
+          // The true value when the workload knows it, else what was measured.
+          row.recommended_true = it != truth.end() ? it->second : study.best_outcome->throughput;
         }
         result.trials.push_back(row);
         last = row;

@@ -200,13 +200,13 @@ class TuningRun {
       const Assignment a = m_space.to_assignment(c);
       m_journal->started(trial, a, elapsed(), /*confirm=*/true);
       m_scheduler.submit(trial, a);
-      const std::optional<Scheduler::Done> d = m_scheduler.wait_next();
-      if (cut_short_by_interrupt(d->outcome)) {
+      const Scheduler::Done d = m_scheduler.wait_next();
+      if (cut_short_by_interrupt(d.outcome)) {
         m_study.stopped_by = "interrupted";
         break;
       }
-      m_journal->finished(trial, a, d->outcome, elapsed(), /*confirm=*/true);
-      m_study.confirmations.push_back({trial, c, d->outcome, false});
+      m_journal->finished(trial, a, d.outcome, elapsed(), /*confirm=*/true);
+      m_study.confirmations.push_back({trial, c, d.outcome, false});
       m_progress.confirm(m_study.confirmations.back(), m_study.search_throughput(c), i + 1, n, elapsed());
     }
     choose_confirmed(candidates, m_study);

@@ -78,6 +78,17 @@ void add_measure_metrics(const MeasureResult& r, Outcome& o) {
   o.metrics["cpu_cores"] = r.cpu_cores;
 }
 
+void measure_on_virtual_clock(Outcome& o, const Assignment& config, const TrialContext& ctx, std::uint64_t seed,
+                              double startup_s) {
+  MeasureConfig c;  // the cpu harness's defaults
+  c.stop_below = ctx.stop_below;
+  const double batch = static_cast<double>(std::max<std::int64_t>(1, config.get_int("batch_size", 32)));
+  const MeasureResult r = simulate_measurement(c, o.throughput, batch, seed);
+  o.throughput = r.throughput;
+  add_measure_metrics(r, o);
+  o.seconds = startup_s + r.elapsed_seconds;
+}
+
 std::vector<OptionSpec> model_option_specs(const ModelDefaults& d) {
   using I = std::int64_t;
   return {

@@ -70,4 +70,12 @@ std::string read_pipeline_knobs(const Options& opts, const Assignment& config, c
 // part: how many cores the loader and trainer kept busy).
 void add_measure_metrics(const MeasureResult& r, Outcome& o);
 
+// A modelled workload's measurement (synthetic and replay with
+// simulated_time): o's throughput is the level, measured again by the
+// harness's rule on a virtual clock (simulate_measurement; racing against
+// ctx.stop_below included) in steps of the configuration's batch_size; o
+// gets what that measured, its metrics, and start-up plus the rule's seconds.
+void measure_on_virtual_clock(Outcome& o, const Assignment& config, const TrialContext& ctx, std::uint64_t seed,
+                              double startup_s);
+
 }  // namespace autotune

@@ -146,13 +146,7 @@ class ReplayWorkload final : public Workload {
       const double startup = o.seconds > 0 && o.metric("measure_seconds")
                                  ? std::max(0.0, o.seconds - *o.metric("measure_seconds"))
                                  : m_startup;
-      MeasureConfig c;
-      c.stop_below = ctx.stop_below;
-      const double batch = static_cast<double>(std::max<std::int64_t>(1, config.get_int("batch_size", 32)));
-      const MeasureResult r = simulate_measurement(c, o.throughput, batch, rng());
-      o.throughput = r.throughput;
-      add_measure_metrics(r, o);
-      o.seconds = startup + r.elapsed_seconds;
+      measure_on_virtual_clock(o, config, ctx, rng(), startup);
     }
     return o;
   }

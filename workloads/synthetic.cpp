@@ -134,15 +134,7 @@ class SyntheticWorkload final : public Workload {
       o.throughput *= std::exp(z(rng));  // this run's level: differs run to run
       o.metrics["throughput_rsd"] = m_noise;
     }
-    if (m_simulated) {
-      const double batch = static_cast<double>(std::max<std::int64_t>(1, config.get_int("batch_size", 32)));
-      MeasureConfig c;  // the cpu harness's defaults
-      c.stop_below = ctx.stop_below;
-      const MeasureResult r = simulate_measurement(c, o.throughput, batch, rng());
-      o.throughput = r.throughput;
-      add_measure_metrics(r, o);
-      o.seconds = m_startup + r.elapsed_seconds;
-    }
+    if (m_simulated) measure_on_virtual_clock(o, config, ctx, rng(), m_startup);
     return o;
   }
 
