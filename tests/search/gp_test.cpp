@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <functional>
+#include <string>
 
 namespace autotune::gp {
 namespace {
@@ -27,6 +29,22 @@ Eigen::VectorXd f(const Eigen::MatrixXd& x) {
   return y;
 }
 
+// Every component of an objective's analytic gradient at theta against
+// central finite differences.
+void expect_gradient_matches(const std::function<double(const Eigen::VectorXd&, Eigen::VectorXd*)>& objective,
+                             const Eigen::VectorXd& theta, const std::string& what = "") {
+  Eigen::VectorXd grad;
+  objective(theta, &grad);
+  for (Eigen::Index i = 0; i < theta.size(); ++i) {
+    const double h = 1e-5;
+    Eigen::VectorXd tp = theta, tm = theta;
+    tp[i] += h;
+    tm[i] -= h;
+    const double fd = (objective(tp, nullptr) - objective(tm, nullptr)) / (2 * h);
+    EXPECT_NEAR(grad[i], fd, 1e-4 * std::max(1.0, std::fabs(fd))) << what << "component " << i;
+  }
+}
+
 TEST(GaussianProcess, LikelihoodGradientMatchesFiniteDifferences) {
   std::mt19937_64 rng(1);
   auto gp = make_gp();
@@ -34,26 +52,9 @@ TEST(GaussianProcess, LikelihoodGradientMatchesFiniteDifferences) {
   gp.set_data(x, f(x));
   Eigen::VectorXd theta(6);
   theta << -0.5, 0.2, 0.7, -0.1, 0.3, -4.0;
-  Eigen::VectorXd grad;
-  gp.log_likelihood(theta, &grad);
-  for (Eigen::Index i = 0; i < theta.size(); ++i) {
-    const double h = 1e-5;
-    Eigen::VectorXd tp = theta, tm = theta;
-    tp[i] += h;
-    tm[i] -= h;
-    const double fd = (gp.log_likelihood(tp, nullptr) - gp.log_likelihood(tm, nullptr)) / (2 * h);
-    EXPECT_NEAR(grad[i], fd, 1e-4 * std::max(1.0, std::fabs(fd))) << "component " << i;
-  }
+  expect_gradient_matches([&](const Eigen::VectorXd& t, Eigen::VectorXd* g) { return gp.log_likelihood(t, g); }, theta);
   // The penalised objective too.
-  gp.log_posterior(theta, &grad);
-  for (Eigen::Index i = 0; i < theta.size(); ++i) {
-    const double h = 1e-5;
-    Eigen::VectorXd tp = theta, tm = theta;
-    tp[i] += h;
-    tm[i] -= h;
-    const double fd = (gp.log_posterior(tp, nullptr) - gp.log_posterior(tm, nullptr)) / (2 * h);
-    EXPECT_NEAR(grad[i], fd, 1e-4 * std::max(1.0, std::fabs(fd))) << "component " << i;
-  }
+  expect_gradient_matches([&](const Eigen::VectorXd& t, Eigen::VectorXd* g) { return gp.log_posterior(t, g); }, theta);
 }
 
 // A raced trial's point carries more noise (set_noise_scale): the gradient
@@ -70,14 +71,7 @@ TEST(GaussianProcess, ANoisierPointWeighsLessAndTheGradientHolds) {
   gp.set_noise_scale(scale);
   Eigen::VectorXd theta(6);
   theta << -0.5, 0.2, 0.7, -0.1, 0.3, -2.0;
-  Eigen::VectorXd grad;
-  gp.log_likelihood(theta, &grad);
-  const double h = 1e-5;
-  Eigen::VectorXd tp = theta, tm = theta;
-  tp[5] += h;
-  tm[5] -= h;
-  const double fd = (gp.log_likelihood(tp, nullptr) - gp.log_likelihood(tm, nullptr)) / (2 * h);
-  EXPECT_NEAR(grad[5], fd, 1e-4 * std::max(1.0, std::fabs(fd)));
+  expect_gradient_matches([&](const Eigen::VectorXd& t, Eigen::VectorXd* g) { return gp.log_likelihood(t, g); }, theta);
 
   // Point 3 moved far off: with its noise scaled by 100 the posterior mean
   // there stays nearer the others' view than with the plain noise.
@@ -106,16 +100,8 @@ TEST(GaussianProcess, AdditiveLikelihoodGradientMatchesFiniteDifferences) {
     gp.set_data(x, f(x));
     Eigen::VectorXd theta(6);
     theta << -0.5, 0.2, 0.7, -0.1, 0.3, -4.0;
-    Eigen::VectorXd grad;
-    gp.log_likelihood(theta, &grad);
-    for (Eigen::Index i = 0; i < theta.size(); ++i) {
-      const double h = 1e-5;
-      Eigen::VectorXd tp = theta, tm = theta;
-      tp[i] += h;
-      tm[i] -= h;
-      const double fd = (gp.log_likelihood(tp, nullptr) - gp.log_likelihood(tm, nullptr)) / (2 * h);
-      EXPECT_NEAR(grad[i], fd, 1e-4 * std::max(1.0, std::fabs(fd))) << "share " << share << " component " << i;
-    }
+    expect_gradient_matches([&](const Eigen::VectorXd& t, Eigen::VectorXd* g) { return gp.log_likelihood(t, g); },
+                            theta, "share " + std::to_string(share) + " ");
   }
 }
 
