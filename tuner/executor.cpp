@@ -24,10 +24,6 @@ class PoolExecutor final : public Executor {
   ~PoolExecutor() override { stop_all(); }
 
   int capacity() const override { return static_cast<int>(m_slots.size()); }
-  int busy() const override {
-    std::lock_guard<std::mutex> lock(m_mu);
-    return m_running;
-  }
 
   void submit(int ticket, const Assignment& config, TrialContext ctx) override {
     std::size_t slot = 0;
@@ -36,7 +32,6 @@ class PoolExecutor final : public Executor {
       while (slot < m_busy.size() && m_busy[slot]) ++slot;
       if (slot == m_busy.size()) throw std::logic_error("submit() with every slot busy");
       m_busy[slot] = true;
-      ++m_running;
     }
     const Slot& s = m_slots[slot];
     ctx.slot = static_cast<int>(slot);
@@ -49,7 +44,6 @@ class PoolExecutor final : public Executor {
       Outcome o = measure_safely(config, ctx);
       std::lock_guard<std::mutex> lock(m_mu);
       m_busy[slot] = false;
-      --m_running;
       m_done.push_back({ticket, std::move(o)});
       m_cv.notify_all();
     });
@@ -98,12 +92,11 @@ class PoolExecutor final : public Executor {
   MeasureFn m_measure;
   std::vector<Slot> m_slots;
   std::string m_summary;
-  mutable std::mutex m_mu;
+  std::mutex m_mu;
   std::condition_variable m_cv;
   std::vector<bool> m_busy;
   std::vector<std::thread> m_threads;
   std::deque<FinishedRun> m_done;
-  int m_running = 0;
   std::shared_ptr<std::atomic<bool>> m_stop;
 };
 

@@ -29,10 +29,10 @@ class Executor {
  public:
   virtual ~Executor() = default;
   virtual int capacity() const = 0;
-  virtual int busy() const = 0;
-  // Starts one measurement on a free slot (requires busy() < capacity()); the
-  // slot's placement (environment, CPUs) is added to ctx, and the outcome is
-  // labelled with it (`slot` when there are several, `cpus`, `gpus`).
+  // Starts one measurement on a free slot (the caller keeps no more than
+  // capacity() running); the slot's placement (environment, CPUs) is added
+  // to ctx, and the outcome is labelled with it (`slot` when there are
+  // several, `cpus`, `gpus`).
   virtual void submit(int ticket, const Assignment& config, TrialContext ctx) = 0;
   // The next finished measurement, waiting at most `wait`.
   virtual std::optional<FinishedRun> wait_any(std::chrono::milliseconds wait) = 0;

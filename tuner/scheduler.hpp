@@ -60,8 +60,6 @@ class Scheduler {
 
   bool has_room() const { return in_flight() < m_executor.capacity(); }
   int in_flight() const { return static_cast<int>(m_trials.size()); }
-  int capacity() const { return m_executor.capacity(); }
-  const TrialSettings& settings() const { return m_settings; }
 
   // Starts trial number `trial` (requires has_room()); its seed comes from
   // `seed_key` (default: the trial number); `stop_below` is its racing bar
