@@ -2,11 +2,12 @@
 # Quality against the minutes spent (issue 15): for the embedded cpu default
 # (its exhaustive sweep replayed, each recorded level measured again by the
 # harness's rule on a virtual clock) and the four synthetic profiles
-# (simulated_time: the same rule on the model), `autotune compare` with and
-# without racing and the converged stop, SEEDS seeds, budget 30. Reports per
-# landscape the median fraction of the optimum at the end, the median seconds
-# until the recommendation reaches 98% of it, and the median seconds a run
-# takes, each variant beside the plain one.
+# (simulated_time: the same rule on the model), `autotune compare` with the
+# rule before issue 15 (fixed warm-up, no racing, the whole budget) and with
+# each of its levers (racing, the drained warm-up, the converged stop), SEEDS
+# seeds, budget 30. Reports per landscape the median fraction of the optimum
+# at the end, the median seconds until the recommendation reaches 98% of it,
+# and the median seconds a run takes, each variant beside the one before.
 #   bench/time_to_quality.sh [SWEEP_CSV] [SUMMARY_MD] [SEEDS] [STRATEGY]
 # The compare folders (CSV, plots) go to a scratch folder it names.
 # SWEEP_CSV: `autotune sweep --config configs/default_cpu.yaml --out X.csv`
@@ -33,9 +34,11 @@ for profile in balanced loader_bound compute_bound memory_tight; do
   specs+=("$profile")
 done
 
-row() {  # landscape variant flags -> one Markdown row from compare's summary.csv
-  local name=$1 variant=$2; shift 2
-  build/autotune compare --config "$out/$name.yaml" --strategies "$strategy" --repeats "$seeds" --budget 30 \
+row() {  # landscape variant warm-up flags -> one Markdown row from compare's summary.csv
+  local name=$1 variant=$2 drained=$3; shift 3
+  # The warm-up rule is the workload's option: the spec with it set.
+  sed -e "s/^\(workload: {.*\)}/\1, warmup_until_drained: $drained}/" "$out/$name.yaml" > "$out/$name-$variant.yaml"
+  build/autotune compare --config "$out/$name-$variant.yaml" --strategies "$strategy" --repeats "$seeds" --budget 30 \
     --budgets 30 "$@" --out "$out/$name-$variant" >/dev/null 2>&1
   python3 - "$out/$name-$variant/summary.csv" "$name" "$variant" <<'PY'
 import csv, sys
@@ -52,12 +55,17 @@ PY
   echo "| landscape | variant | @30 median | @30 p10 | seconds to 98% (median) | seconds per run (median) | raced per run |"
   echo "|---|---|---|---|---|---|---|"
   for name in "${specs[@]}"; do
-    row "$name" plain
-    row "$name" race --race 0.05
-    row "$name" converged --until-converged
-    row "$name" race+converged --race 0.05 --until-converged
+    row "$name" before false
+    row "$name" race false --race 0.05
+    row "$name" drained true
+    row "$name" drained+race true --race 0.05
+    row "$name" drained+race+converged true --race 0.05 --until-converged
   done
   echo
+  echo "before: the fixed 1.5 s warm-up, every trial measured in full, the whole budget (the rule before issue 15)."
+  echo "race: racing inside a trial (margin 0.05); drained: the warm-up ends 0.5 s in once the queue is seen"
+  echo "drained (warmup_until_drained); converged: budget until_converged."
   echo "seconds: the trials' own (simulated) seconds, summed: start-up, warm-up, timed windows."
+  echo "cpu_default's steps scatter so that its windows spread as much as the sweep recorded.""
   echo "compare folders: $out"
 } | tee "$summary"

@@ -20,7 +20,11 @@ cuda harness, README "How a trial is measured"):
    loader had prefetched before the first one, ``num_workers * (prefetch_factor
    + 1)``, have passed. Timing the first steps measures that backlog, not the
    pipeline (3-5x too fast on a real job). If the warm-up would take more than
-   half of ``max_s`` it ends there (``warmup_complete: 0``).
+   half of ``max_s`` it ends there (``warmup_complete: 0``). Once a step after
+   those has waited for its batch (the wait over ``drained_wait_share``, 0.1,
+   of the step), the loader's queue ran empty: the backlog is gone, and the
+   warm-up ends after ``warmup_floor_s`` (0.5) instead (``warmup_drained: 1``;
+   ``warmup_until_drained=False`` keeps the full ``warmup_s``).
 2. Timed windows of at least ``window_s`` seconds (0.3) and 2 steps each.
 3. Stop when the last 5 windows' throughputs have a relative standard
    deviation at or under ``target_rsd`` (0.02), or when ``max_s`` seconds
@@ -57,6 +61,9 @@ __all__ = ["params", "Params", "Meter", "RULE", "write_result", "HFCallback", "L
 # workloads/cuda_workload_info.cpp): one rule, documented once.
 RULE = {
     "warmup_s": 1.5,
+    "warmup_until_drained": True,
+    "warmup_floor_s": 0.5,
+    "drained_wait_share": 0.1,
     "window_s": 0.3,
     "window_min_steps": 2,
     "rsd_windows": 5,
@@ -281,6 +288,7 @@ class Meter:
         self._warmup_complete = True
         self._warmup_steps = 0
         self._warmup_end = None
+        self._drained = False      # a step after the backlog's waited for its batch
         self._cpu0 = None
         self._last_end = None      # when the previous step's work ended
         self._ready = None         # when this step's batch arrived
@@ -327,10 +335,15 @@ class Meter:
         if not self._warm:
             self._warmup_steps += 1
             elapsed = now - self._start
-            enough = self._warmup_steps >= self.warmup_min_steps and elapsed >= r["warmup_s"]
+            if (r["warmup_until_drained"] and self._warmup_steps > self.warmup_min_steps
+                    and wait > r["drained_wait_share"] * (now - self._last_end)):
+                self._drained = True
+            long_enough = elapsed >= r["warmup_s"] or (self._drained and elapsed >= r["warmup_floor_s"])
+            enough = self._warmup_steps >= self.warmup_min_steps and long_enough
             cut = elapsed >= 0.5 * r["max_s"]
             if enough or cut:
                 self._warmup_complete = enough
+                self._drained = self._drained and enough and elapsed < r["warmup_s"]
                 self._warm = True
                 _sync()
                 now = time.perf_counter()
@@ -422,6 +435,9 @@ class Meter:
             res["raced"] = 1
         res["warmup_complete"] = 1 if self._warmup_complete and self._warm else 0
         res["warmup_steps"] = self._warmup_steps
+        res["warmup_drained"] = 1 if self._drained and self._warm else 0
+        if self._warmup_end is not None:
+            res["warmup_seconds"] = self._warmup_end - self._start
         res["timed_steps"] = self._timed_steps
         res["measure_seconds"] = now - self._start if self._start is not None else 0.0
         if exhausted:

@@ -1,6 +1,9 @@
 #include "tuner/racing.hpp"
 
 #include <algorithm>
+#include <cmath>
+
+#include "workloads/measure.hpp"
 
 namespace autotune {
 
@@ -8,7 +11,12 @@ bool was_raced(const Outcome& o) { return o.raced(); }
 
 double supported_throughput(const Outcome& o) {
   const double rsd = std::max(0.0, o.metric("throughput_rsd").value_or(0));
-  return std::max(0.0, o.throughput * (1 - 2 * rsd));
+  const double windows = o.metric("windows").value_or(0);
+  if (windows < 2 || o.metric("repeats")) return std::max(0.0, o.throughput * (1 - 2 * rsd));
+  // The throughput is the mean of the last kMeanWindows windows: the lower
+  // 95% bound of that mean.
+  const int n = static_cast<int>(std::min<double>(windows, kMeanWindows));
+  return std::max(0.0, o.throughput * (1 - student_t95(n - 1) * rsd / std::sqrt(static_cast<double>(n))));
 }
 
 double race_bar(const std::vector<TrialRecord>& trials, double margin) {

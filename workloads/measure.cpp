@@ -29,6 +29,8 @@ std::string validate(const MeasureConfig& c) {
   if (c.rsd_windows < 2) return "rsd_windows must be at least 2";
   if (!(c.target_rsd > 0)) return "target_rsd must be positive";
   if (!(c.max_seconds > 0)) return "max_seconds must be positive";
+  if (!(c.warmup_floor_seconds >= 0)) return "warmup_floor_seconds must be at least 0";
+  if (!(c.drained_wait_share > 0 && c.drained_wait_share < 1)) return "drained_wait_share must be in (0, 1)";
   return {};
 }
 
@@ -43,15 +45,22 @@ double relative_spread(const double* values, std::size_t n) {
   return std::sqrt(ss / static_cast<double>(n - 1)) / std::abs(mean);
 }
 
+double student_t95(int dof) {
+  static constexpr double kT95[] = {6.314, 2.920, 2.353, 2.132, 2.015, 1.943, 1.895, 1.860, 1.833, 1.812,
+                                    1.796, 1.782, 1.771, 1.761, 1.753, 1.746, 1.740, 1.734, 1.729, 1.725};
+  if (dof < 1) dof = 1;
+  if (dof <= 20) return kT95[dof - 1];
+  // Each span's largest quantile, so never below the true one.
+  return dof <= 30 ? 1.721 : dof <= 60 ? 1.697 : dof <= 120 ? 1.671 : 1.658;
+}
+
 bool surely_below(const double* rates, std::size_t n, double bar, double floor_rsd) {
   if (n < 2 || bar <= 0) return false;
-  // One-sided 95% Student t quantiles for n - 1 = 1..10 degrees of freedom.
-  static constexpr double kT95[] = {6.314, 2.920, 2.353, 2.132, 2.015, 1.943, 1.895, 1.860, 1.833, 1.812};
   double mean = 0;
   for (std::size_t i = 0; i < n; ++i) mean += rates[i];
   mean /= static_cast<double>(n);
   const double sd = std::max(relative_spread(rates, n), floor_rsd) * mean;
-  const double t = n - 1 <= 10 ? kT95[n - 2] : 1.75;
+  const double t = student_t95(static_cast<int>(n - 1));
   return mean + t * sd / std::sqrt(static_cast<double>(n)) < bar;
 }
 
@@ -61,14 +70,19 @@ MeasureResult measure_steps(const MeasureConfig& c, const std::function<StepResu
   const double start = clock();
 
   // Warm-up.
+  bool drained = false;
   for (;;) {
     const double now = clock() - start;
-    const bool enough = r.warmup_steps >= c.warmup_min_steps && now >= c.warmup_seconds;
-    if (enough) break;
+    const bool long_enough = now >= c.warmup_seconds || (drained && now >= c.warmup_floor_seconds);
+    if (r.warmup_steps >= c.warmup_min_steps && long_enough) {
+      r.warmup_drained = drained && now < c.warmup_seconds;
+      break;
+    }
     if (now >= 0.5 * c.max_seconds && r.warmup_steps > 0) {
       r.warmup_complete = false;
       break;
     }
+    const double t0 = clock();
     const StepResult s = step();
     if (s.failed) {
       r.failed = true;
@@ -76,6 +90,9 @@ MeasureResult measure_steps(const MeasureConfig& c, const std::function<StepResu
       return r;
     }
     ++r.warmup_steps;
+    if (c.warmup_until_drained && r.warmup_steps > c.warmup_min_steps &&
+        s.wait_seconds > c.drained_wait_share * (clock() - t0))
+      drained = true;
   }
   r.warmup_seconds = clock() - start;
   const double timed_wall0 = clock(), timed_cpu0 = cpu_clock();
@@ -143,16 +160,30 @@ MeasureResult measure_steps(const MeasureConfig& c, const std::function<StepResu
 }
 
 MeasureResult simulate_measurement(const MeasureConfig& c, double throughput, double samples_per_step,
-                                   std::uint64_t seed, double step_jitter) {
+                                   std::uint64_t seed, const SimulatedLoader& loader, double step_jitter) {
   std::mt19937_64 rng(seed ^ 0x5DEECE66DULL);
   std::normal_distribution<double> z(0.0, step_jitter);
   const double mean_step = samples_per_step / throughput;
+  const double w = std::clamp(loader.wait_fraction, 0.0, 0.99);
+  // While batches are queued a step runs at the compute rate and the loader
+  // adds (1 - w) of what the step takes: the queue shrinks by w per batch.
+  double queued = w > 0 ? std::max(0.0, loader.queued_batches) : 0;
   double now = 0;
   return measure_steps(
       c,
       [&] {
-        now += mean_step * std::exp(z(rng) - 0.5 * step_jitter * step_jitter);
-        return StepResult{static_cast<std::int64_t>(samples_per_step), 0, false};
+        const double jitter = std::exp(z(rng) - 0.5 * step_jitter * step_jitter);
+        StepResult s{static_cast<std::int64_t>(samples_per_step), 0, false};
+        if (queued >= loader.batches_per_step) {
+          queued -= w * loader.batches_per_step;
+          s.busy_seconds = (1 - w) * mean_step * jitter;
+        } else {
+          queued = 0;
+          s.busy_seconds = (1 - w) * mean_step * jitter;
+          s.wait_seconds = w * mean_step * jitter;
+        }
+        now += s.busy_seconds + s.wait_seconds;
+        return s;
       },
       [&] { return now; }, [&] { return now; });
 }

@@ -8,6 +8,15 @@
 //    (DESIGN.md, "The CUDA harness": a 0.1 s window read 3-5x too fast). If
 //    the warm-up would eat more than half of `max_seconds`, it ends there and
 //    `warmup_complete` is false.
+//    Until drained (`warmup_until_drained`): once a step after the first
+//    `warmup_min_steps` has waited for its data (its `wait_seconds` over
+//    `drained_wait_share` of its wall time), the queue ran empty, so the
+//    backlog is gone and the steps now run at the pipeline's own rate; the
+//    warm-up then ends after `warmup_floor_seconds` instead of
+//    `warmup_seconds` (`warmup_drained`). A job whose steps never wait (the
+//    loader keeps ahead: a backlog cannot inflate its rate, but that is not
+//    knowable from the steps) keeps the full `warmup_seconds`. A wait before
+//    the first `warmup_min_steps` is the workers starting, not the drain.
 // 2. Timed windows: each closes after at least `window_min_steps` steps and
 //    `window_seconds`; its throughput is samples / seconds.
 // 3. Stop when the last `rsd_windows` windows have a relative standard
@@ -35,6 +44,9 @@ namespace autotune {
 struct MeasureConfig {
   double warmup_seconds = 1.5;
   std::int64_t warmup_min_steps = 1;
+  bool warmup_until_drained = true;
+  double warmup_floor_seconds = 0.5;  // the warm-up once the queue is seen drained
+  double drained_wait_share = 0.1;    // a step waited: wait_seconds > this x its wall time
   double window_seconds = 0.2;
   std::int64_t window_min_steps = 2;
   int rsd_windows = 5;
@@ -47,6 +59,7 @@ struct StepResult {
   std::int64_t samples = 0;
   double busy_seconds = 0;  // compute part of the step
   bool failed = false;
+  double wait_seconds = 0;  // waiting for its data (an empty queue, or preparing it inline)
 };
 
 struct MeasureResult {
@@ -56,6 +69,7 @@ struct MeasureResult {
   bool stopped_by_rsd = false;     // false: the time cap, racing (or a failure) stopped it
   bool raced = false;              // stopped early below stop_below
   bool warmup_complete = true;     // both warm-up conditions were met
+  bool warmup_drained = false;     // the warm-up ended early: the queue was seen empty
   double busy_fraction = 0;        // busy seconds / wall seconds, same windows
   // Process CPU seconds / wall seconds from the first timed window's start to
   // the end: how many cores the pipeline kept busy (1 inline, up to the core
@@ -82,19 +96,35 @@ MeasureResult measure_steps(const MeasureConfig& c, const std::function<StepResu
                             const SecondsClock& clock = steady_seconds,
                             const SecondsClock& cpu_clock = process_cpu_seconds);
 
+// The one-sided 95% quantile of Student's t with `dof` degrees of freedom
+// (dof >= 1; past 20, the largest of its span, so never below the true one).
+double student_t95(int dof);
+
 // Whether windows with these rates are below `bar` with 95% confidence: the
 // one-sided Student t upper bound of their mean, with the spread taken as at
 // least `floor_rsd` of the mean (a few windows can agree by chance), is under
 // the bar. Needs two windows or more.
 bool surely_below(const double* rates, std::size_t n, double bar, double floor_rsd = 0.02);
 
+// The loader as the virtual clock below sees it: the share of a step spent
+// waiting for data once the queue is drained (0: the loader keeps ahead), the
+// batches queued when the first step starts, and batches taken per step.
+struct SimulatedLoader {
+  double wait_fraction = 0;
+  double queued_batches = 0;
+  double batches_per_step = 1;
+};
+
 // The rule above on a virtual clock, for workloads that model a pipeline
 // rather than run one (synthetic, replay): steps of `samples_per_step`
 // samples whose times scatter by `step_jitter` (relative) around the mean
 // that gives `throughput`, so that windows, warm-up, the cap and racing take
 // the seconds a real measurement would (elapsed_seconds), without waiting.
+// With a loader that waits, the steps first drain its queue at the compute
+// rate (1 - wait_fraction of the mean step, no wait), then wait for data.
 MeasureResult simulate_measurement(const MeasureConfig& c, double throughput, double samples_per_step,
-                                   std::uint64_t seed, double step_jitter = 0.15);
+                                   std::uint64_t seed, const SimulatedLoader& loader = {},
+                                   double step_jitter = 0.15);
 
 // Relative standard deviation (sample stddev / mean) of values; 0 for fewer
 // than two values or a zero mean.

@@ -1,6 +1,7 @@
 #include "workloads/pipeline_knobs.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <fmt/format.h>
 #include <limits>
 
@@ -17,7 +18,10 @@ std::vector<OptionSpec> pipeline_option_specs(const PipelineDefaults& d) {
        "raw samples held in host memory (drawn with replacement)", {}, 1.0, 1e9},
       {"warmup_seconds", OptionType::duration, OptionValue{1.5},
        "minimum warm-up; it also lasts at least as many steps as the prefetch queue holds", {}, 0.0},
-      {"window_seconds", OptionType::duration, OptionValue{0.3}, "minimum length of a timed window", {}, 0.0},
+      {"warmup_until_drained", OptionType::boolean, OptionValue{true},
+       "end the warm-up after 0.5 s instead of warmup_seconds once a step has waited for its data (the "
+       "prefetched backlog is gone)"},
+      {"window_seconds", OptionType::duration, OptionValue{d.window_seconds}, "minimum length of a timed window", {}, 0.0},
       {"target_rsd", OptionType::number, OptionValue{0.02},
        "stop when the relative spread of the last 5 window throughputs is at or under this", {}, 1e-6, 10.0},
       {"max_seconds", OptionType::duration, OptionValue{d.max_seconds},
@@ -55,6 +59,8 @@ std::string read_pipeline_knobs(const Options& opts, const Assignment& config, c
 
   MeasureConfig& m = out.measure;
   m.warmup_seconds = opts.get_number("warmup_seconds");
+  m.warmup_until_drained = opts.get_bool("warmup_until_drained");
+  m.warmup_floor_seconds = std::min(m.warmup_floor_seconds, m.warmup_seconds);
   // Batches prepared before the first step: the queues plus one in each worker's hands.
   m.warmup_min_steps = std::max<std::int64_t>(1, workers * (prefetch + 1));
   m.window_seconds = opts.get_number("window_seconds");
@@ -69,6 +75,7 @@ void add_measure_metrics(const MeasureResult& r, Outcome& o) {
   o.metrics["throughput_rsd"] = r.throughput_rsd;
   o.metrics["stopped_by_rsd"] = r.stopped_by_rsd ? 1.0 : 0.0;
   o.metrics["warmup_complete"] = r.warmup_complete ? 1.0 : 0.0;
+  o.metrics["warmup_drained"] = r.warmup_drained ? 1.0 : 0.0;
   o.metrics["warmup_steps"] = static_cast<double>(r.warmup_steps);
   o.metrics["timed_steps"] = static_cast<double>(r.timed_steps);
   o.metrics["windows"] = r.windows;
@@ -79,11 +86,33 @@ void add_measure_metrics(const MeasureResult& r, Outcome& o) {
 }
 
 void measure_on_virtual_clock(Outcome& o, const Assignment& config, const TrialContext& ctx, std::uint64_t seed,
-                              double startup_s) {
-  MeasureConfig c;  // the cpu harness's defaults
+                              double startup_s, bool warmup_until_drained, double window_rsd) {
+  MeasureConfig c;  // the cpu harness's defaults (pipeline_option_specs)
+  c.window_seconds = PipelineDefaults{}.window_seconds;
+  c.max_seconds = PipelineDefaults{}.max_seconds;
   c.stop_below = ctx.stop_below;
+  c.warmup_until_drained = warmup_until_drained;
+  const std::int64_t workers = std::max<std::int64_t>(0, config.get_int("num_workers", 0));
+  const std::int64_t prefetch = std::max<std::int64_t>(1, config.get_int("prefetch_factor", 2));
+  c.warmup_min_steps = std::max<std::int64_t>(1, workers * (prefetch + 1));  // as read_pipeline_knobs
+  // The loader: the share of a step spent waiting for data (measured, or
+  // what the model's busy fraction leaves), and the workers' full queues.
+  SimulatedLoader loader;
+  if (auto w = o.metric("data_wait_fraction"))
+    loader.wait_fraction = *w;
+  else if (auto busy = o.metric("gpu_busy"))
+    loader.wait_fraction = 1 - *busy;
+  loader.queued_batches = static_cast<double>(workers * prefetch);
+  loader.batches_per_step = static_cast<double>(std::max<std::int64_t>(1, config.get_int("grad_accum", 1)));
   const double batch = static_cast<double>(std::max<std::int64_t>(1, config.get_int("batch_size", 32)));
-  const MeasureResult r = simulate_measurement(c, o.throughput, batch, seed);
+  const double samples_per_step = batch * loader.batches_per_step;
+  double step_jitter = 0.15;
+  if (window_rsd > 0) {  // steps that scatter as much as the recorded windows did
+    const double steps_per_window =
+        std::max(static_cast<double>(c.window_min_steps), c.window_seconds * o.throughput / samples_per_step);
+    step_jitter = std::clamp(window_rsd * std::sqrt(steps_per_window), 0.01, 1.0);
+  }
+  const MeasureResult r = simulate_measurement(c, o.throughput, samples_per_step, seed, loader, step_jitter);
   o.throughput = r.throughput;
   add_measure_metrics(r, o);
   o.seconds = startup_s + r.elapsed_seconds;

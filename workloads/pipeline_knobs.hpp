@@ -30,12 +30,13 @@ struct PipelineKnobs {
 
 // Options of the pipeline and the measurement, for a workload's schema:
 // sample_bytes, preprocess_passes, dataset_samples, warmup_seconds,
-// window_seconds, target_rsd, max_seconds, seed.
+// warmup_until_drained, window_seconds, target_rsd, max_seconds, seed.
 struct PipelineDefaults {
   std::int64_t sample_bytes = 4096;
   std::int64_t preprocess_passes = 4;
   std::int64_t dataset_samples = 2048;
   double max_seconds = 5.0;
+  double window_seconds = 0.3;
 };
 std::vector<OptionSpec> pipeline_option_specs(const PipelineDefaults& d);
 
@@ -75,7 +76,12 @@ void add_measure_metrics(const MeasureResult& r, Outcome& o);
 // harness's rule on a virtual clock (simulate_measurement; racing against
 // ctx.stop_below included) in steps of the configuration's batch_size; o
 // gets what that measured, its metrics, and start-up plus the rule's seconds.
+// The virtual loader waits for data as o's data_wait_fraction says (else
+// 1 - gpu_busy), with num_workers x prefetch_factor batches queued at the
+// start, so that the warm-up's drain rule plays out as it would for real.
+// Steps scatter by 15% (relative), or, given `window_rsd` > 0 (a recorded
+// measurement's spread), by what makes its windows scatter that much.
 void measure_on_virtual_clock(Outcome& o, const Assignment& config, const TrialContext& ctx, std::uint64_t seed,
-                              double startup_s);
+                              double startup_s, bool warmup_until_drained, double window_rsd = 0);
 
 }  // namespace autotune

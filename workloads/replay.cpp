@@ -129,8 +129,12 @@ namespace {
 
 class ReplayWorkload final : public Workload {
  public:
-  ReplayWorkload(ReplayTable table, double noise, bool simulated, double startup)
-      : m_table(std::move(table)), m_noise(noise), m_simulated(simulated), m_startup(startup) {}
+  ReplayWorkload(ReplayTable table, double noise, bool simulated, double startup, bool until_drained)
+      : m_table(std::move(table)),
+        m_noise(noise),
+        m_simulated(simulated),
+        m_startup(startup),
+        m_until_drained(until_drained) {}
   std::string_view kind() const override { return "replay"; }
   std::optional<Outcome> expected(const Assignment& config) const override { return m_table.mean(config); }
 
@@ -142,11 +146,12 @@ class ReplayWorkload final : public Workload {
     if (o.ok() && m_noise > 0) o.throughput *= std::exp(std::normal_distribution<double>(0, m_noise)(rng));
     if (m_simulated && o.ok()) {
       // The recorded level, measured again by the harness's rule on a virtual
-      // clock (racing included); start-up as recorded when the table has it.
+      // clock (racing included), its windows scattering as recorded; start-up
+      // as recorded when the table has it.
       const double startup = o.seconds > 0 && o.metric("measure_seconds")
                                  ? std::max(0.0, o.seconds - *o.metric("measure_seconds"))
                                  : m_startup;
-      measure_on_virtual_clock(o, config, ctx, rng(), startup);
+      measure_on_virtual_clock(o, config, ctx, rng(), startup, m_until_drained, o.metric("throughput_rsd").value_or(0));
     }
     return o;
   }
@@ -156,6 +161,7 @@ class ReplayWorkload final : public Workload {
   double m_noise;
   bool m_simulated;
   double m_startup;
+  bool m_until_drained;
 };
 
 }  // namespace
@@ -171,13 +177,16 @@ WorkloadInfo replay_workload_info() {
       {"simulated_time", OptionType::boolean, OptionValue{false},
        "measure each recorded level again with the harness's rule (warm-up, windows, cap, racing) on a virtual "
        "clock, and report the seconds that would take"},
+      {"warmup_until_drained", OptionType::boolean, OptionValue{true},
+       "with simulated_time: the harness's warm-up ends early once the virtual queue is drained (as the cpu "
+       "workload's option of that name)"},
       {"startup_seconds", OptionType::duration, OptionValue{2.0},
        "with simulated_time: start-up seconds when the table does not record them", {}, 0.0},
   };
   info.make = [](const Options& o, const WorkloadEnv& env) -> std::unique_ptr<Workload> {
     return std::make_unique<ReplayWorkload>(
         ReplayTable(o.get_string("file"), env.parameter_names, o.get_string("metric")), o.get_number("noise"),
-        o.get_bool("simulated_time"), o.get_number("startup_seconds"));
+        o.get_bool("simulated_time"), o.get_number("startup_seconds"), o.get_bool("warmup_until_drained"));
   };
   return info;
 }

@@ -110,13 +110,14 @@ namespace {
 class SyntheticWorkload final : public Workload {
  public:
   SyntheticWorkload(SyntheticProfile p, double noise, std::uint64_t seed, double trial_seconds, bool simulated,
-                    double startup_seconds)
+                    double startup_seconds, bool until_drained)
       : m_profile(std::move(p)),
         m_noise(noise),
         m_seed(seed),
         m_trial_seconds(trial_seconds),
         m_simulated(simulated),
-        m_startup(startup_seconds) {}
+        m_startup(startup_seconds),
+        m_until_drained(until_drained) {}
   std::string_view kind() const override { return "synthetic"; }
   std::optional<Outcome> expected(const Assignment& config) const override {
     return synthetic_evaluate(m_profile, config);
@@ -134,7 +135,7 @@ class SyntheticWorkload final : public Workload {
       o.throughput *= std::exp(z(rng));  // this run's level: differs run to run
       o.metrics["throughput_rsd"] = m_noise;
     }
-    if (m_simulated) measure_on_virtual_clock(o, config, ctx, rng(), m_startup);
+    if (m_simulated) measure_on_virtual_clock(o, config, ctx, rng(), m_startup, m_until_drained);
     return o;
   }
 
@@ -145,6 +146,7 @@ class SyntheticWorkload final : public Workload {
   double m_trial_seconds;
   bool m_simulated;
   double m_startup;
+  bool m_until_drained;
 };
 
 }  // namespace
@@ -165,6 +167,9 @@ WorkloadInfo synthetic_workload_info() {
       {"simulated_time", OptionType::boolean, OptionValue{false},
        "measure with the harness's rule (warm-up, windows, cap, racing) on a virtual clock and report the seconds "
        "that would take, without waiting"},
+      {"warmup_until_drained", OptionType::boolean, OptionValue{true},
+       "with simulated_time: the harness's warm-up ends early once the virtual queue is drained (as the cpu "
+       "workload's option of that name)"},
       {"startup_seconds", OptionType::duration, OptionValue{2.0},
        "with simulated_time: seconds a trial spends before its warm-up (process, model, loader)", {}, 0.0},
   };
@@ -174,7 +179,7 @@ WorkloadInfo synthetic_workload_info() {
     return std::make_unique<SyntheticWorkload>(*p, o.get_number("noise"),
                                                static_cast<std::uint64_t>(o.get_int("seed")),
                                                o.get_number("trial_seconds"), o.get_bool("simulated_time"),
-                                               o.get_number("startup_seconds"));
+                                               o.get_number("startup_seconds"), o.get_bool("warmup_until_drained"));
   };
   return info;
 }

@@ -122,6 +122,43 @@ class Rule(unittest.TestCase):
         self.assertLess(took, 1.0 + 0.5, "the script ends as soon as the measurement is complete")
         self.assertGreater(meter.result["throughput"], 0)
 
+    def test_once_a_step_waits_for_its_batch_the_warmup_ends_at_its_floor(self):
+        # A backlog of 40 batches handed over at once, then a batch every 4 ms
+        # against 1 ms of compute: the steps after the backlog wait ~3 ms.
+        def loader():
+            for _ in range(40):
+                yield [0] * 4
+            while True:
+                time.sleep(0.004)
+                yield [0] * 4
+
+        meter = autotune_trial.Meter(batch_size=4, num_workers=2, prefetch_factor=4, warmup_floor_s=0.3)
+        for _ in meter.batches(loader()):
+            time.sleep(0.001)
+        r = meter.result
+        self.assertEqual(r["warmup_drained"], 1, r)
+        self.assertLess(r["warmup_seconds"], 1.0, "not the full 1.5 s")
+        # The pipeline's pace (4 samples per ~5 ms), not the backlog's (4 per ~1 ms).
+        self.assertLess(r["throughput"], 4 / 0.0035, r)
+
+    def test_a_loader_that_keeps_ahead_keeps_the_full_warmup(self):
+        def loader():
+            while True:
+                yield [0] * 4
+
+        meter = autotune_trial.Meter(batch_size=4, num_workers=2, prefetch_factor=4, warmup_s=0.6,
+                                     warmup_floor_s=0.1, max_s=3)
+        for _ in meter.batches(loader()):
+            time.sleep(0.002)
+        self.assertEqual(meter.result["warmup_drained"], 0)
+        self.assertGreaterEqual(meter.result["warmup_seconds"], 0.6)
+        off = autotune_trial.Meter(batch_size=4, warmup_s=0.6, warmup_floor_s=0.1, max_s=3,
+                                   warmup_until_drained=False)
+        for _ in off.batches(iter(lambda: (time.sleep(0.003), [0] * 4)[1], None)):
+            time.sleep(0.001)
+        self.assertEqual(off.result["warmup_drained"], 0, "the rule turned off")
+        self.assertGreaterEqual(off.result["warmup_seconds"], 0.6)
+
     def test_a_loader_shorter_than_the_warmup_is_an_error_not_a_number(self):
         meter = autotune_trial.Meter(batch_size=1, warmup_s=5)
         for _ in meter.batches(iter([[1], [2], [3]])):
@@ -265,6 +302,28 @@ class RealDataLoader(unittest.TestCase):
             n += x.shape[0]
         steady = n / (time.perf_counter() - start)
         self.assertAlmostEqual(meter.result["throughput"] / steady, 1.0, delta=0.15)
+
+    @require_torch
+    def test_a_loader_bound_job_ends_its_warmup_once_drained_and_reads_the_steady_rate(self):
+        # 2 workers, 16 samples x 2 ms each: a batch every ~16 ms against 4 ms of
+        # compute. The prefetched batches go in a few steps, then every step waits.
+        loader = DataLoader(SlowLoader(0.002), batch_size=16, num_workers=2, prefetch_factor=2)
+        it = iter(loader)
+        meter = autotune_trial.Meter(batch_size=16, num_workers=2, prefetch_factor=2)
+        for x, y in meter.batches(it):
+            time.sleep(0.004)
+        r = meter.result
+        self.assertEqual(r["warmup_drained"], 1, r)
+        self.assertLess(r["warmup_seconds"], 1.0, r)
+        # The same loader's pace, timed by the test alone over the next 2 s:
+        # the backlog is not in the figure (it would read several times faster).
+        n, start = 0, time.perf_counter()
+        while time.perf_counter() - start < 2.0:
+            x, y = next(it)
+            time.sleep(0.004)
+            n += x.shape[0]
+        steady = n / (time.perf_counter() - start)
+        self.assertAlmostEqual(r["throughput"] / steady, 1.0, delta=0.15)
 
     @require_torch
     def test_data_wait_is_high_for_a_slow_loader_inline_and_low_once_workers_keep_up(self):

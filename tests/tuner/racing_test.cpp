@@ -3,7 +3,11 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <random>
+
 #include "tuner/confirm.hpp"
+#include "workloads/measure.hpp"
 
 namespace autotune {
 namespace {
@@ -37,6 +41,38 @@ TEST(Racing, TheBarNeverExceedsWhatANoisyIncumbentsOwnMeasurementSupports) {
   EXPECT_LT(bar, 130 * 0.95) << "not the lucky run's own figure";
   // Alone, the noisy one sets a bar below its own lower bound.
   EXPECT_LE(race_bar({trials[0]}, 0.05), 130 * (1 - 2 * 0.2));
+}
+
+TEST(Racing, AMeasurementsWindowsSupportTheLowerBoundOfTheirMean) {
+  // 5 windows 7% apart support their mean's 95% lower bound, t(4) = 2.132:
+  // 100 x (1 - 2.132 x 0.07 / sqrt(5)).
+  Outcome o = measured(100, 0.07);
+  o.metrics["windows"] = 12;  // the throughput averages the last 5
+  EXPECT_NEAR(supported_throughput(o), 100 * (1 - 2.132 * 0.07 / std::sqrt(5.0)), 1e-9);
+  o.metrics["repeats"] = 3;  // a spread across repeats: no window count behind it
+  EXPECT_DOUBLE_EQ(supported_throughput(o), 100 * (1 - 2 * 0.07));
+}
+
+TEST(Racing, ANoisyIncumbentSupportsMoreThanItsTrueRateAtMostOneTimeInTwenty) {
+  // An incumbent whose true rate is 100, measured as the mean of 5 windows
+  // that scatter by 7% (normal): the bar's base (supported_throughput) must
+  // lie above 100 in at most 5% of measurements. 20,000 seeded draws: the
+  // expected 5% sits 4.2 standard errors (0.15%) under the 5.6% asserted, so
+  // this fails for a bound looser than that, not by chance.
+  std::mt19937_64 rng(15);
+  std::normal_distribution<double> z(0.0, 0.07);
+  int above = 0;
+  const int draws = 20000;
+  for (int i = 0; i < draws; ++i) {
+    double rates[5];
+    for (double& r : rates) r = 100 * (1 + z(rng));
+    const double mean = (rates[0] + rates[1] + rates[2] + rates[3] + rates[4]) / 5;
+    Outcome o = measured(mean, relative_spread(rates, 5));
+    o.metrics["windows"] = 5;
+    if (supported_throughput(o) > 100) ++above;
+  }
+  EXPECT_LE(above, static_cast<int>(0.056 * draws));
+  EXPECT_GE(above, static_cast<int>(0.044 * draws)) << "a bound this loose wastes racing";
 }
 
 TEST(Racing, ARacedTrialIsNeverTheAnswerNorAConfirmationCandidate) {

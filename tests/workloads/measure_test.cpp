@@ -19,13 +19,15 @@ struct FakePipeline {
   std::function<double(std::int64_t)> step_seconds;  // by step number, from 0
   std::function<double(std::int64_t)> step_cores = [](std::int64_t) { return 1.0; };  // threads busy in it
   double busy_share = 0.5;
+  std::function<double(std::int64_t)> wait_seconds = [](std::int64_t) { return 0.0; };  // part of the step
 
   StepResult step() {
     const double dt = step_seconds(steps);
+    const double wait = wait_seconds(steps);
     cpu += dt * step_cores(steps);
     ++steps;
     now += dt;
-    return {10, dt * busy_share, false};
+    return {10, dt * busy_share, false, wait};
   }
   MeasureResult run(const MeasureConfig& c) {
     return measure_steps(c, [this] { return step(); }, [this] { return now; }, [this] { return cpu; });
@@ -79,6 +81,78 @@ TEST(Measure, MinimumWarmUpTimeHoldsEvenWithFewSteps) {
   const MeasureResult r = p.run(config());  // warm-up 1.5 s, min 1 step
   EXPECT_GE(r.warmup_seconds, 1.5);
   EXPECT_NEAR(r.throughput, 500.0, 1e-6);
+}
+
+// A loader-bound pipeline behind a full queue: the first `backlog` steps
+// take the queue's batches at the compute pace (5 ms, no wait), then each
+// step waits 5 ms for its batch (10 ms: 1000 samples/s).
+FakePipeline draining(std::int64_t backlog) {
+  FakePipeline p;
+  p.step_seconds = [backlog](std::int64_t i) { return i < backlog ? 0.005 : 0.01; };
+  p.wait_seconds = [backlog](std::int64_t i) { return i < backlog ? 0.0 : 0.005; };
+  return p;
+}
+
+TEST(Measure, OnceAStepWaitsForItsDataTheWarmUpEndsAtItsFloor) {
+  FakePipeline p = draining(40);  // drained 0.2 s in
+  MeasureConfig c = config();
+  c.warmup_min_steps = 8;
+  const MeasureResult r = p.run(c);
+  EXPECT_TRUE(r.warmup_drained);
+  EXPECT_TRUE(r.warmup_complete);
+  EXPECT_GE(r.warmup_seconds, c.warmup_floor_seconds);
+  EXPECT_LT(r.warmup_seconds, c.warmup_floor_seconds + 0.011) << "one step past the floor, not 1.5 s";
+  EXPECT_NEAR(r.throughput, 1000.0, 1e-6) << "the pipeline's pace, not the backlog's 2000/s";
+}
+
+TEST(Measure, ADrainLongerThanTheFloorEndsTheWarmUpAtTheFirstWait) {
+  FakePipeline p = draining(160);  // drained 0.8 s in: the floor alone would time the backlog
+  MeasureConfig c = config();
+  c.warmup_min_steps = 8;
+  const MeasureResult r = p.run(c);
+  EXPECT_TRUE(r.warmup_drained);
+  EXPECT_EQ(r.warmup_steps, 161) << "the step that waited ends it";
+  EXPECT_NEAR(r.throughput, 1000.0, 1e-6);
+}
+
+TEST(Measure, WaitsWhileTheWorkersStartDoNotEndTheWarmUp) {
+  // The first 8 steps (the queue's capacity) wait for workers starting up;
+  // after that the loader keeps ahead and no step waits: the full warm-up.
+  FakePipeline p;
+  p.step_seconds = [](std::int64_t i) { return i < 8 ? 0.05 : 0.005; };
+  p.wait_seconds = [](std::int64_t i) { return i < 8 ? 0.045 : 0.0; };
+  MeasureConfig c = config();
+  c.warmup_min_steps = 8;
+  const MeasureResult r = p.run(c);
+  EXPECT_FALSE(r.warmup_drained);
+  EXPECT_GE(r.warmup_seconds, 1.5);
+}
+
+TEST(Measure, AStepThatBarelyWaitsIsNoDrainAndTheRuleCanBeTurnedOff) {
+  MeasureConfig c = config();
+  c.warmup_min_steps = 8;
+  FakePipeline handover = draining(0);
+  handover.wait_seconds = [](std::int64_t) { return 0.0009; };  // under 10% of the 10 ms step
+  EXPECT_GE(handover.run(c).warmup_seconds, 1.5);
+  c.warmup_until_drained = false;
+  FakePipeline p = draining(40);
+  const MeasureResult r = p.run(c);
+  EXPECT_FALSE(r.warmup_drained);
+  EXPECT_GE(r.warmup_seconds, 1.5);
+  EXPECT_NEAR(r.throughput, 1000.0, 1e-6);
+}
+
+TEST(Measure, TheVirtualLoaderDrainsItsQueueBeforeItWaits) {
+  MeasureConfig c = config();
+  c.warmup_min_steps = 3 * (4 + 1);
+  // 3 workers x prefetch 4 queued; half of each step waits once drained.
+  const MeasureResult drained = simulate_measurement(c, 1000, 10, 7, SimulatedLoader{0.5, 12, 1}, 0.05);
+  EXPECT_TRUE(drained.warmup_drained);
+  EXPECT_LT(drained.warmup_seconds, 0.6);
+  EXPECT_NEAR(drained.throughput, 1000, 1000 * 0.05);
+  const MeasureResult ahead = simulate_measurement(c, 1000, 10, 7, SimulatedLoader{0, 12, 1}, 0.05);
+  EXPECT_FALSE(ahead.warmup_drained) << "a loader that keeps ahead never waits";
+  EXPECT_GE(ahead.warmup_seconds, 1.5);
 }
 
 TEST(Measure, NoisyStepsHitTheTimeCap) {

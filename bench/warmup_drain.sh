@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# Does ending the warm-up once the queue is seen drained (warmup_until_drained,
+# the default) cost accuracy? For a few configurations of the embedded cpu
+# default's space, REPS real measurements each of: the drained rule, the
+# fixed 1.5 s warm-up it replaces, and a long reference (3 s warm-up, 12 s
+# cap), interleaved so that the machine's drift hits all three alike.
+# Reports per configuration the median seconds of a measurement and the
+# median throughput of each rule against the reference's.
+#   bench/warmup_drain.sh [REPS] [SUMMARY_MD]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+reps=${1:-5}
+summary=${2:-bench/results/warmup_drain.md}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+spec() {  # name workload-options
+  sed -e "s|^workload:.*|workload: {kind: cpu, timeout: 120s, $2}|" configs/default_cpu.yaml > "$tmp/$1.yaml"
+}
+spec drained "warmup_until_drained: true"
+spec fixed "warmup_until_drained: false"
+spec reference "warmup_until_drained: false, warmup_seconds: 3s, max_seconds: 12s"
+configs=(
+  '{"batch_size":32,"num_workers":0,"prefetch_factor":2,"pin_memory":false,"precision":"fp32","grad_accum":1}'
+  '{"batch_size":128,"num_workers":0,"prefetch_factor":2,"pin_memory":false,"precision":"fp32","grad_accum":2}'
+  '{"batch_size":64,"num_workers":1,"prefetch_factor":2,"pin_memory":true,"precision":"fp32","grad_accum":1}'
+  '{"batch_size":256,"num_workers":1,"prefetch_factor":4,"pin_memory":false,"precision":"fp32","grad_accum":1}'
+  '{"batch_size":128,"num_workers":2,"prefetch_factor":4,"pin_memory":false,"precision":"fp32","grad_accum":1}'
+  '{"batch_size":32,"num_workers":2,"prefetch_factor":4,"pin_memory":true,"precision":"fp32","grad_accum":2}'
+)
+for ((i = 0; i < ${#configs[@]}; i++)); do
+  for ((r = 0; r < reps; r++)); do
+    for rule in drained fixed reference; do
+      build/autotune trial -c "$tmp/$rule.yaml" --values "${configs[$i]}" --seed $((r + 1)) 2>/dev/null | tail -1 |
+        python3 -c "import json,sys; d=json.load(sys.stdin); m=d.get('metrics',{}); print($i, '$rule', d.get('throughput',0), m.get('measure_seconds',0), m.get('warmup_seconds',0), m.get('warmup_drained',0), m.get('data_wait_fraction',0))" \
+        >> "$tmp/runs.txt"
+    done
+  done
+done
+{
+  echo "machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(nproc) cores"
+  echo "autotune $(git rev-parse --short HEAD 2>/dev/null || echo '?'), $(date -u +%Y-%m-%dT%H:%MZ); $reps measurements per rule and configuration, interleaved"
+  echo "command: bench/warmup_drain.sh $reps"
+  echo
+  python3 - "$tmp/runs.txt" "${configs[@]}" <<'PY'
+import json, statistics as st, sys
+runs = [l.split() for l in open(sys.argv[1])]
+configs = [json.loads(c) for c in sys.argv[2:]]
+print("| configuration | data wait | drained: seconds / warm-up / throughput vs reference | fixed 1.5 s: seconds / warm-up / throughput vs reference | reference samples/s |")
+print("|---|---|---|---|---|")
+tot = {"drained": 0.0, "fixed": 0.0}
+for i, c in enumerate(configs):
+    rows = {rule: [r for r in runs if int(r[0]) == i and r[1] == rule] for rule in ("drained", "fixed", "reference")}
+    ref = st.median(float(r[2]) for r in rows["reference"])
+    cells = []
+    for rule in ("drained", "fixed"):
+        secs = st.median(float(r[3]) for r in rows[rule])
+        tot[rule] += sum(float(r[3]) for r in rows[rule])
+        warm = st.median(float(r[4]) for r in rows[rule])
+        tp = st.median(float(r[2]) for r in rows[rule])
+        cells.append(f"{secs:.2f} s / {warm:.2f} s / {tp / ref:.3f}")
+    wait = st.median(float(r[6]) for r in rows["reference"])
+    name = f"batch {c['batch_size']}, workers {c['num_workers']}, prefetch {c['prefetch_factor']}, pin {str(c['pin_memory']).lower()}, accum {c['grad_accum']}"
+    print(f"| {name} | {wait:.2f} | {cells[0]} | {cells[1]} | {ref:.0f} |")
+print()
+print(f"all measurements: drained {tot['drained']:.1f} s, fixed {tot['fixed']:.1f} s ({tot['drained'] / tot['fixed']:.2f}x)")
+PY
+} | tee "$summary"
