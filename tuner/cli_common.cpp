@@ -101,8 +101,11 @@ bool apply_overrides(Spec& spec, const Overrides& o) {
     if (b.value->trials > 0) spec.search.budget_trials = b.value->trials;
     else spec.search.budget_seconds = b.value->seconds;
   }
-  // Every 64-bit seed is valid: CLI11 has already refused what is not one.
-  if (o.seed) spec.search.seed = *o.seed;
+  if (!o.seed.empty()) {
+    auto v = check_seed(o.seed);
+    if (!v.value) return refused("--seed", v.error);
+    spec.search.seed = *v.value;
+  }
   if (o.parallel) {
     auto p = check_int(std::to_string(*o.parallel), kParallelRange);
     if (!p.value) return refused("--parallel", p.error);

@@ -31,7 +31,7 @@ std::unique_ptr<Executor> make_executor_or_report(const Spec& spec, Workload& wo
 struct Overrides {
   std::string strategy;
   std::string budget;   // "40" trials, or a duration ("10m")
-  std::optional<std::uint64_t> seed;
+  std::string seed;     // checked as search.seed is
   std::string out;      // tuned.yaml path; the journal goes beside it
   std::optional<int> parallel;
   std::optional<int> confirm;

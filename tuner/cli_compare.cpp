@@ -14,6 +14,7 @@
 #include "tuner/compare.hpp"
 #include "tuner/compare_page.hpp"
 #include "tuner/scheduler.hpp"
+#include "tuner/spec_checks.hpp"
 
 namespace autotune {
 
@@ -21,7 +22,7 @@ std::function<int()> add_compare_command(CLI::App& app) {
   struct Args {
     std::string config, strategies = "bo,anneal,random,heuristic", out = "compare", budgets = "15,30,60";
     int repeats = 20, budget = 40;
-    std::optional<std::uint64_t> seed;
+    std::string seed;
     double race_margin = -1;
     bool until_converged = false;
   };
@@ -31,7 +32,7 @@ std::function<int()> add_compare_command(CLI::App& app) {
   app.add_option("--repeats", args->repeats, "seeds per strategy")->check(CLI::Range(1, 10000))->capture_default_str();
   app.add_option("--budget", args->budget, "trials per run")->check(CLI::Range(1, 100000))->capture_default_str();
   app.add_option("--budgets", args->budgets, "budgets to report, comma-separated")->capture_default_str();
-  app.add_option("--seed", args->seed, "first seed (default: the spec's)");
+  app.add_option("--seed", args->seed, "first seed, a non-negative integer (default: the spec's)");
   app.add_option("--out,-o", args->out, "folder for the CSV, tables and plots")->capture_default_str();
   app.add_option("--race", args->race_margin,
                  "race trials as tuning does: stop a trial surely below (1 - MARGIN) x the run's incumbent "
@@ -68,7 +69,15 @@ std::function<int()> add_compare_command(CLI::App& app) {
     }
     opt.repeats = args->repeats;
     opt.budget = args->budget;
-    opt.seed = args->seed.value_or(spec->search.seed);
+    opt.seed = spec->search.seed;
+    if (!args->seed.empty()) {
+      auto v = check_seed(args->seed);
+      if (!v.value) {
+        std::cerr << "--seed: expected " << v.error.expected << ", found " << v.error.found << "\n";
+        return kExitBadInput;
+      }
+      opt.seed = *v.value;
+    }
     opt.initial = spec->search.initial;
     opt.limits = spec->limits;
     opt.race_margin = args->race_margin;

@@ -26,7 +26,7 @@ std::function<int()> add_trial_command(CLI::App& app) {
   app.add_option("--config,-c", args->config, "the space.yaml (workload and space)")->required();
   app.add_option("--values", args->values, "the configuration, as a JSON object")->required();
   app.add_option("--trial", args->trial, "trial number (for logs and seeds)");
-  app.add_option("--seed", args->seed, "the trial's seed");
+  app.add_option("--seed", args->seed, "the trial's seed")->check(CLI::NonNegativeNumber);
   return [args]() -> int {
     auto spec = load_spec_or_report(args->config);
     if (!spec) return kExitBadInput;

@@ -97,7 +97,7 @@ std::function<int()> add_tune_options(CLI::App& app) {
   app.add_option("--config,-c", args->config, "the space.yaml to tune (default: the embedded default)");
   app.add_option("--strategy", args->overrides.strategy, "override search.strategy (bo, anneal, random, grid, heuristic)");
   app.add_option("--budget", args->overrides.budget, "override the budget: trials (40) or time (10m)");
-  app.add_option("--seed", args->overrides.seed, "override search.seed");
+  app.add_option("--seed", args->overrides.seed, "override search.seed (a non-negative integer)");
   app.add_option("--out,-o", args->overrides.out, "where to write tuned.yaml (the journal goes beside it)");
   app.add_option("--parallel", args->overrides.parallel, "trials in flight at once (search.parallel)");
   app.add_option("--confirm", args->overrides.confirm,

@@ -161,8 +161,14 @@ TEST(SpecChecks, SeedIsAnyUnsigned64BitInteger) {
   EXPECT_FALSE(check_seed("-1").value);
   EXPECT_FALSE(check_seed("18446744073709551616").value);
   Overrides o;
-  o.seed = top;
+  o.seed = std::to_string(top);
   EXPECT_EQ(apply(o).spec.search.seed, top);
+  // --seed -1 is refused as the file refuses it, not wrapped to 2^64 - 1.
+  o.seed = "-1";
+  const Applied minus = apply(o);
+  EXPECT_FALSE(minus.ok);
+  EXPECT_NE(minus.message.find("--seed: expected a non-negative integer, found '-1'"), std::string::npos)
+      << minus.message;
 }
 
 TEST(SpecChecks, IntegerChecksSayWhatWasWrong) {
