@@ -5,12 +5,15 @@
 # fixed 1.5 s warm-up it replaces, and a long reference (3 s warm-up, 12 s
 # cap), interleaved so that the machine's drift hits all three alike.
 # Reports per configuration the median seconds of a measurement and the
-# median throughput of each rule against the reference's.
-#   bench/warmup_drain.sh [REPS] [SUMMARY_MD]
+# median throughput of each rule against the reference's. The single
+# measurements go to SUMMARY_MD with .runs.txt for its extension.
+#   bench/warmup_drain.sh [REPS] [SUMMARY_MD]     (AUTOTUNE=path: another binary)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 reps=${1:-5}
+bin=${AUTOTUNE:-build/autotune}
 summary=${2:-bench/results/warmup_drain.md}
+runs=${summary%.md}.runs.txt
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 spec() {  # name workload-options
@@ -27,12 +30,13 @@ configs=(
   '{"batch_size":128,"num_workers":2,"prefetch_factor":4,"pin_memory":false,"precision":"fp32","grad_accum":1}'
   '{"batch_size":32,"num_workers":2,"prefetch_factor":4,"pin_memory":true,"precision":"fp32","grad_accum":2}'
 )
+echo "# configuration-index rule throughput measure_seconds warmup_seconds warmup_drained data_wait_fraction" > "$runs"
 for ((i = 0; i < ${#configs[@]}; i++)); do
   for ((r = 0; r < reps; r++)); do
     for rule in drained fixed reference; do
-      build/autotune trial -c "$tmp/$rule.yaml" --values "${configs[$i]}" --seed $((r + 1)) 2>/dev/null | tail -1 |
+      "$bin" trial -c "$tmp/$rule.yaml" --values "${configs[$i]}" --seed $((r + 1)) 2>/dev/null | tail -1 |
         python3 -c "import json,sys; d=json.load(sys.stdin); m=d.get('metrics',{}); print($i, '$rule', d.get('throughput',0), m.get('measure_seconds',0), m.get('warmup_seconds',0), m.get('warmup_drained',0), m.get('data_wait_fraction',0))" \
-        >> "$tmp/runs.txt"
+        >> "$runs"
     done
   done
 done
@@ -41,9 +45,9 @@ done
   echo "autotune $(git rev-parse --short HEAD 2>/dev/null || echo '?'), $(date -u +%Y-%m-%dT%H:%MZ); $reps measurements per rule and configuration, interleaved"
   echo "command: bench/warmup_drain.sh $reps"
   echo
-  python3 - "$tmp/runs.txt" "${configs[@]}" <<'PY'
+  python3 - "$runs" "${configs[@]}" <<'PY'
 import json, statistics as st, sys
-runs = [l.split() for l in open(sys.argv[1])]
+runs = [l.split() for l in open(sys.argv[1]) if not l.startswith("#")]
 configs = [json.loads(c) for c in sys.argv[2:]]
 print("| configuration | data wait | drained: seconds / warm-up / throughput vs reference | fixed 1.5 s: seconds / warm-up / throughput vs reference | reference samples/s |")
 print("|---|---|---|---|---|")

@@ -47,8 +47,11 @@ class BoundedQueue {
   }
 
   // Blocks while empty; nullopt when the queue is (or becomes) closed.
-  std::optional<T> pop() {
+  // `found_empty`, when given, says whether the queue was empty (and open)
+  // when this call looked: whether the caller had to wait for an item.
+  std::optional<T> pop(bool* found_empty = nullptr) {
     std::unique_lock lock(m_mutex);
+    if (found_empty) *found_empty = !m_closed && m_count == 0;
     m_not_empty.wait(lock, [&] { return m_closed || m_count > 0; });
     if (m_closed) return std::nullopt;
     T item = std::move(m_ring[m_head]);

@@ -251,8 +251,11 @@ BatchLease Loader::next() {
     // Inline, as PyTorch with num_workers=0: the caller pays for preprocessing.
     slot = m_free.pop();
     if (slot) fill(*slot, m_next_index, m_inline_scratch.data());
+    ++m_stats.starved;  // nothing is ever prepared ahead
   } else {
-    slot = m_ready[static_cast<std::size_t>(m_next_index % m_config.num_workers)]->pop();
+    bool empty = false;
+    slot = m_ready[static_cast<std::size_t>(m_next_index % m_config.num_workers)]->pop(&empty);
+    if (empty) ++m_stats.starved;
   }
   m_stats.wait_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   if (!slot) return {};

@@ -99,6 +99,7 @@ class BatchLease {
 struct LoaderStats {
   double wait_seconds = 0;     // time next() spent waiting for (or, inline, preparing) batches
   std::int64_t batches = 0;    // batches handed out
+  std::int64_t starved = 0;    // next() calls that found no batch ready (inline: every call)
 };
 
 class Loader {

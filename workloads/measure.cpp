@@ -30,7 +30,6 @@ std::string validate(const MeasureConfig& c) {
   if (!(c.target_rsd > 0)) return "target_rsd must be positive";
   if (!(c.max_seconds > 0)) return "max_seconds must be positive";
   if (!(c.warmup_floor_seconds >= 0)) return "warmup_floor_seconds must be at least 0";
-  if (!(c.drained_wait_share > 0 && c.drained_wait_share < 1)) return "drained_wait_share must be in (0, 1)";
   return {};
 }
 
@@ -82,7 +81,6 @@ MeasureResult measure_steps(const MeasureConfig& c, const std::function<StepResu
       r.warmup_complete = false;
       break;
     }
-    const double t0 = clock();
     const StepResult s = step();
     if (s.failed) {
       r.failed = true;
@@ -90,9 +88,7 @@ MeasureResult measure_steps(const MeasureConfig& c, const std::function<StepResu
       return r;
     }
     ++r.warmup_steps;
-    if (c.warmup_until_drained && r.warmup_steps > c.warmup_min_steps &&
-        s.wait_seconds > c.drained_wait_share * (clock() - t0))
-      drained = true;
+    if (c.warmup_until_drained && r.warmup_steps > c.warmup_min_steps && s.starved) drained = true;
   }
   r.warmup_seconds = clock() - start;
   const double timed_wall0 = clock(), timed_cpu0 = cpu_clock();
@@ -174,15 +170,16 @@ MeasureResult simulate_measurement(const MeasureConfig& c, double throughput, do
       [&] {
         const double jitter = std::exp(z(rng) - 0.5 * step_jitter * step_jitter);
         StepResult s{static_cast<std::int64_t>(samples_per_step), 0, false};
+        s.busy_seconds = (1 - w) * mean_step * jitter;
+        double wait = 0;
         if (queued >= loader.batches_per_step) {
           queued -= w * loader.batches_per_step;
-          s.busy_seconds = (1 - w) * mean_step * jitter;
         } else {
           queued = 0;
-          s.busy_seconds = (1 - w) * mean_step * jitter;
-          s.wait_seconds = w * mean_step * jitter;
+          wait = w * mean_step * jitter;
+          s.starved = w > 0;
         }
-        now += s.busy_seconds + s.wait_seconds;
+        now += s.busy_seconds + wait;
         return s;
       },
       [&] { return now; }, [&] { return now; });

@@ -9,14 +9,17 @@
 //    the warm-up would eat more than half of `max_seconds`, it ends there and
 //    `warmup_complete` is false.
 //    Until drained (`warmup_until_drained`): once a step after the first
-//    `warmup_min_steps` has waited for its data (its `wait_seconds` over
-//    `drained_wait_share` of its wall time), the queue ran empty, so the
-//    backlog is gone and the steps now run at the pipeline's own rate; the
-//    warm-up then ends after `warmup_floor_seconds` instead of
-//    `warmup_seconds` (`warmup_drained`). A job whose steps never wait (the
-//    loader keeps ahead: a backlog cannot inflate its rate, but that is not
-//    knowable from the steps) keeps the full `warmup_seconds`. A wait before
-//    the first `warmup_min_steps` is the workers starting, not the drain.
+//    `warmup_min_steps` has found its data not ready (`starved`: the queue
+//    it reads was empty), the backlog is gone and the steps run at the
+//    pipeline's own rate; the warm-up then ends after `warmup_floor_seconds`
+//    instead of `warmup_seconds` (`warmup_drained`). A job whose steps are
+//    never starved (the loader keeps ahead: a backlog cannot inflate its
+//    rate, but nothing in the steps proves the queue is not still draining)
+//    keeps the full `warmup_seconds`. A starved step among the first
+//    `warmup_min_steps` is the workers starting, not the drain. The loader's
+//    queue says whether it was empty, not the time the step spent in it: on
+//    a busy host a step can lose milliseconds inside the loader's call with
+//    batches waiting (a thread descheduled while holding the queue's lock).
 // 2. Timed windows: each closes after at least `window_min_steps` steps and
 //    `window_seconds`; its throughput is samples / seconds.
 // 3. Stop when the last `rsd_windows` windows have a relative standard
@@ -46,7 +49,6 @@ struct MeasureConfig {
   std::int64_t warmup_min_steps = 1;
   bool warmup_until_drained = true;
   double warmup_floor_seconds = 0.5;  // the warm-up once the queue is seen drained
-  double drained_wait_share = 0.1;    // a step waited: wait_seconds > this x its wall time
   double window_seconds = 0.2;
   std::int64_t window_min_steps = 2;
   int rsd_windows = 5;
@@ -59,7 +61,7 @@ struct StepResult {
   std::int64_t samples = 0;
   double busy_seconds = 0;  // compute part of the step
   bool failed = false;
-  double wait_seconds = 0;  // waiting for its data (an empty queue, or preparing it inline)
+  bool starved = false;  // its data was not ready: the queue was empty (or it is prepared inline)
 };
 
 struct MeasureResult {
@@ -121,7 +123,7 @@ struct SimulatedLoader {
 // that gives `throughput`, so that windows, warm-up, the cap and racing take
 // the seconds a real measurement would (elapsed_seconds), without waiting.
 // With a loader that waits, the steps first drain its queue at the compute
-// rate (1 - wait_fraction of the mean step, no wait), then wait for data.
+// rate (1 - wait_fraction of the mean step, not starved), then wait for data.
 MeasureResult simulate_measurement(const MeasureConfig& c, double throughput, double samples_per_step,
                                    std::uint64_t seed, const SimulatedLoader& loader = {},
                                    double step_jitter = 0.15);

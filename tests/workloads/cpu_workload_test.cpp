@@ -40,6 +40,29 @@ TEST(CpuWorkload, MeasuresAThroughputWithItsMetrics) {
   EXPECT_LT(o.seconds, 1.5 + 1.0);
 }
 
+TEST(CpuWorkload, TheWarmUpEndsOnceTheQueueRunsDryAndOnlyThen) {
+  // Loader-bound: one worker preprocessing heavily for a 16-wide MLP, so the
+  // queue runs dry within a few steps and the warm-up ends at its 0.5 s floor.
+  auto opts = quick(3.0);
+  opts["warmup_seconds"] = 1.5;
+  opts["preprocess_passes"] = I{40};
+  opts["width"] = I{16};
+  opts["depth"] = I{1};
+  const Outcome starved = make_cpu(opts)->measure(config(32, 1), TrialContext{});
+  ASSERT_TRUE(starved.ok()) << starved.reason;
+  EXPECT_EQ(starved.metric("warmup_drained"), 1.0);
+  EXPECT_LT(*starved.metric("warmup_seconds"), 1.0);
+  // Compute-bound: no preprocessing for a 4 x 1024 MLP, each step ~50x the
+  // batch's preparation: the queue never runs dry, so the full warm-up.
+  opts["preprocess_passes"] = I{0};
+  opts["width"] = I{1024};
+  opts["depth"] = I{4};
+  const Outcome ahead = make_cpu(opts)->measure(config(32, 1), TrialContext{});
+  ASSERT_TRUE(ahead.ok()) << ahead.reason;
+  EXPECT_EQ(ahead.metric("warmup_drained"), 0.0);
+  EXPECT_GE(*ahead.metric("warmup_seconds"), 1.5);
+}
+
 TEST(CpuWorkload, TrainingLearnsASmallDataset) {
   // 32 samples whose decoded size equals input_dim (no crop offset; flips
   // double them): a 256-wide MLP memorises them within a second of Adam, so
