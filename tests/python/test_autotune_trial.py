@@ -85,17 +85,26 @@ class Params(unittest.TestCase):
             del os.environ["AUTOTUNE_BATCH_SIZE"]
 
 
+def paced(batch, every_s, backlog=0):
+    """A loader: `backlog` batches at once, then one every `every_s` seconds."""
+    for _ in range(backlog):
+        yield [0] * batch
+    while True:
+        time.sleep(every_s)
+        yield [0] * batch
+
+
+def measured(loader, step_s, **meter_kw):
+    """The Meter's result over `loader`, each step's compute a `step_s` sleep."""
+    meter = autotune_trial.Meter(**meter_kw)
+    for _ in meter.batches(loader):
+        time.sleep(step_s)
+    return meter.result
+
+
 class Rule(unittest.TestCase):
     def test_warmup_outlasts_the_backlog_then_windows_until_the_spread_is_met(self):
-        def loader():
-            while True:
-                time.sleep(0.002)
-                yield [0] * 8
-
-        meter = autotune_trial.Meter(batch_size=8, num_workers=3, prefetch_factor=2, warmup_s=0.2)
-        for _ in meter.batches(loader()):
-            time.sleep(0.001)
-        r = meter.result
+        r = measured(paced(8, 0.002), 0.001, batch_size=8, num_workers=3, prefetch_factor=2, warmup_s=0.2)
         self.assertGreaterEqual(r["warmup_steps"], 3 * (2 + 1), "the prefetched backlog is not timed")
         self.assertEqual(r["stopped_by_rsd"], 1)
         self.assertLessEqual(r["throughput_rsd"], autotune_trial.RULE["target_rsd"])
@@ -125,39 +134,22 @@ class Rule(unittest.TestCase):
     def test_once_a_step_waits_for_its_batch_the_warmup_ends_at_its_floor(self):
         # A backlog of 40 batches handed over at once, then a batch every 4 ms
         # against 1 ms of compute: the steps after the backlog wait ~3 ms.
-        def loader():
-            for _ in range(40):
-                yield [0] * 4
-            while True:
-                time.sleep(0.004)
-                yield [0] * 4
-
-        meter = autotune_trial.Meter(batch_size=4, num_workers=2, prefetch_factor=4, warmup_floor_s=0.3)
-        for _ in meter.batches(loader()):
-            time.sleep(0.001)
-        r = meter.result
+        r = measured(paced(4, 0.004, backlog=40), 0.001, batch_size=4, num_workers=2, prefetch_factor=4,
+                     warmup_floor_s=0.3)
         self.assertEqual(r["warmup_drained"], 1, r)
         self.assertLess(r["warmup_seconds"], 1.0, "not the full 1.5 s")
         # The pipeline's pace (4 samples per ~5 ms), not the backlog's (4 per ~1 ms).
         self.assertLess(r["throughput"], 4 / 0.0035, r)
 
     def test_a_loader_that_keeps_ahead_keeps_the_full_warmup(self):
-        def loader():
-            while True:
-                yield [0] * 4
-
-        meter = autotune_trial.Meter(batch_size=4, num_workers=2, prefetch_factor=4, warmup_s=0.6,
-                                     warmup_floor_s=0.1, max_s=3)
-        for _ in meter.batches(loader()):
-            time.sleep(0.002)
-        self.assertEqual(meter.result["warmup_drained"], 0)
-        self.assertGreaterEqual(meter.result["warmup_seconds"], 0.6)
-        off = autotune_trial.Meter(batch_size=4, warmup_s=0.6, warmup_floor_s=0.1, max_s=3,
-                                   warmup_until_drained=False)
-        for _ in off.batches(iter(lambda: (time.sleep(0.003), [0] * 4)[1], None)):
-            time.sleep(0.001)
-        self.assertEqual(off.result["warmup_drained"], 0, "the rule turned off")
-        self.assertGreaterEqual(off.result["warmup_seconds"], 0.6)
+        ahead = measured(paced(4, 0), 0.002, batch_size=4, num_workers=2, prefetch_factor=4, warmup_s=0.6,
+                         warmup_floor_s=0.1, max_s=3)
+        self.assertEqual(ahead["warmup_drained"], 0)
+        self.assertGreaterEqual(ahead["warmup_seconds"], 0.6)
+        off = measured(paced(4, 0.003), 0.001, batch_size=4, warmup_s=0.6, warmup_floor_s=0.1, max_s=3,
+                       warmup_until_drained=False)
+        self.assertEqual(off["warmup_drained"], 0, "the rule turned off")
+        self.assertGreaterEqual(off["warmup_seconds"], 0.6)
 
     def test_a_loader_shorter_than_the_warmup_is_an_error_not_a_number(self):
         meter = autotune_trial.Meter(batch_size=1, warmup_s=5)
