@@ -18,6 +18,7 @@ sweep=${1:-bench/results/cpu_default_sweep.csv}
 summary=${2:-bench/results/time_to_quality.md}
 seeds=${3:-20}
 strategy=${4:-bo}
+bin=${AUTOTUNE:-build/autotune}
 out=$(mktemp -d /tmp/autotune_time_to_quality.XXXXXX)
 
 # The landscapes: name and spec.
@@ -38,7 +39,7 @@ row() {  # landscape variant warm-up flags -> one Markdown row from compare's su
   local name=$1 variant=$2 drained=$3; shift 3
   # The warm-up rule is the workload's option: the spec with it set.
   sed -e "s/^\(workload: {.*\)}/\1, warmup_until_drained: $drained}/" "$out/$name.yaml" > "$out/$name-$variant.yaml"
-  build/autotune compare --config "$out/$name-$variant.yaml" --strategies "$strategy" --repeats "$seeds" --budget 30 \
+  "$bin" compare --config "$out/$name-$variant.yaml" --strategies "$strategy" --repeats "$seeds" --budget 30 \
     --budgets 30 "$@" --out "$out/$name-$variant" >/dev/null 2>&1
   python3 - "$out/$name-$variant/summary.csv" "$name" "$variant" <<'PY'
 import csv, sys
