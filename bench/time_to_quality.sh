@@ -41,11 +41,14 @@ row() {  # landscape variant warm-up flags -> one Markdown row from compare's su
   sed -e "s/^\(workload: {.*\)}/\1, warmup_until_drained: $drained}/" "$out/$name.yaml" > "$out/$name-$variant.yaml"
   "$bin" compare --config "$out/$name-$variant.yaml" --strategies "$strategy" --repeats "$seeds" --budget 30 \
     --budgets 30 "$@" --out "$out/$name-$variant" >/dev/null 2>&1
-  python3 - "$out/$name-$variant/summary.csv" "$name" "$variant" <<'PY'
+  python3 - "$out/$name-$variant/summary.csv" "$name" "$variant" "$out/$name-before/summary.csv" <<'PY'
 import csv, sys
 r = next(csv.DictReader(open(sys.argv[1])))
+b = next(csv.DictReader(open(sys.argv[4])))
+t, tb = r["seconds_to_98"], b["seconds_to_98"]
+ratio = f"{float(t) / float(tb):.2f}x" if t and tb else "-"
 print(f"| {sys.argv[2]} | {sys.argv[3]} | {float(r['median_fraction_at_30']):.3f} | {float(r['p10_fraction_at_30']):.3f} | "
-      f"{r['seconds_to_98'] or 'never'} | {float(r['seconds_per_run']):.0f} | {float(r['raced_per_run']):.1f} |")
+      f"{t or 'never'} | {ratio} | {float(r['seconds_per_run']):.0f} | {float(r['raced_per_run']):.1f} |")
 PY
 }
 
@@ -53,20 +56,20 @@ PY
   echo "machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(nproc) cores"
   echo "autotune $(git rev-parse --short HEAD 2>/dev/null || echo '?'), $(date -u +%Y-%m-%dT%H:%MZ); $strategy, $seeds seeds, budget 30"
   echo
-  echo "| landscape | variant | @30 median | @30 p10 | seconds to 98% (median) | seconds per run (median) | raced per run |"
-  echo "|---|---|---|---|---|---|---|"
+  echo "| landscape | variant | @30 median | @30 p10 | seconds to 98% (median) | vs before | seconds per run (median) | raced per run |"
+  echo "|---|---|---|---|---|---|---|---|"
   for name in "${specs[@]}"; do
     row "$name" before false
-    row "$name" race false --race 0.05
+    row "$name" race false --race 0.10
     row "$name" drained true
-    row "$name" drained+race true --race 0.05
-    row "$name" drained+race+converged true --race 0.05 --until-converged
+    row "$name" drained+race true --race 0.10
+    row "$name" drained+race+converged true --race 0.10 --until-converged
   done
   echo
   echo "before: the fixed 1.5 s warm-up, every trial measured in full, the whole budget (the rule before issue 15)."
-  echo "race: racing inside a trial (margin 0.05); drained: the warm-up ends 0.5 s in once the queue is seen"
+  echo "race: racing inside a trial (margin 0.10, the default); drained: the warm-up ends 0.5 s in once the queue is seen"
   echo "drained (warmup_until_drained); converged: budget until_converged."
   echo "seconds: the trials' own (simulated) seconds, summed: start-up, warm-up, timed windows."
-  echo "cpu_default's steps scatter so that its windows spread as much as the sweep recorded.""
+  echo "cpu_default's steps scatter so that its windows spread as much as the sweep recorded."
   echo "compare folders: $out"
 } | tee "$summary"

@@ -325,7 +325,7 @@ void read_search(YamlReader& r, const Entry& e, const SpaceRead& space, const Se
   // incumbent below which a trial is stopped early (tuner/racing.hpp).
   if (const Entry* k = find(keys, "race")) {
     if (k->value.IsScalar() && (k->value.Scalar() == "false" || k->value.Scalar() == "true")) {
-      if (auto v = r.get_bool(k->value, k->loc, "search.race")) s.race_margin = *v ? 0.05 : -1;
+      if (auto v = r.get_bool(k->value, k->loc, "search.race")) s.race_margin = *v ? SearchSpec::kDefaultRaceMargin : -1;
     } else if (auto v = r.get_number(k->value, k->loc, "search.race", 0.0, 0.9)) {
       s.race_margin = *v;
     }
