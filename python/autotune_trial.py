@@ -20,11 +20,12 @@ cuda harness, README "How a trial is measured"):
    loader had prefetched before the first one, ``num_workers * (prefetch_factor
    + 1)``, have passed. Timing the first steps measures that backlog, not the
    pipeline (3-5x too fast on a real job). If the warm-up would take more than
-   half of ``max_s`` it ends there (``warmup_complete: 0``). Once a step after
-   those has waited for its batch (the wait over ``drained_wait_share``, 0.1,
-   of the step), the loader's queue ran empty: the backlog is gone, and the
-   warm-up ends after ``warmup_floor_s`` (0.5) instead (``warmup_drained: 1``;
-   ``warmup_until_drained=False`` keeps the full ``warmup_s``).
+   half of ``max_s`` it ends there (``warmup_complete: 0``). Once three steps
+   in a row after those have waited for their batches (each wait over
+   ``drained_wait_share``, 0.1, of its step), the loader's queue ran empty:
+   the backlog is gone, and the warm-up ends after ``warmup_floor_s`` (0.5)
+   instead (``warmup_drained: 1``; ``warmup_until_drained=False`` keeps the
+   full ``warmup_s``).
 2. Timed windows of at least ``window_s`` seconds (0.3) and 2 steps each.
 3. Stop when the last 5 windows' throughputs have a relative standard
    deviation at or under ``target_rsd`` (0.02), or when ``max_s`` seconds
@@ -288,7 +289,8 @@ class Meter:
         self._warmup_complete = True
         self._warmup_steps = 0
         self._warmup_end = None
-        self._drained = False      # a step after the backlog's waited for its batch
+        self._drained = False      # steps after the backlog's waited for their batches
+        self._waits_in_a_row = 0
         self._cpu0 = None
         self._last_end = None      # when the previous step's work ended
         self._ready = None         # when this step's batch arrived
@@ -335,8 +337,11 @@ class Meter:
         if not self._warm:
             self._warmup_steps += 1
             elapsed = now - self._start
+            # Three steps in a row: one long wait can be this process descheduled.
+            waited = wait > r["drained_wait_share"] * (now - self._last_end)
+            self._waits_in_a_row = self._waits_in_a_row + 1 if waited else 0
             if (r["warmup_until_drained"] and self._warmup_steps > self.warmup_min_steps
-                    and wait > r["drained_wait_share"] * (now - self._last_end)):
+                    and self._waits_in_a_row >= 3):
                 self._drained = True
             long_enough = elapsed >= r["warmup_s"] or (self._drained and elapsed >= r["warmup_floor_s"])
             enough = self._warmup_steps >= self.warmup_min_steps and long_enough
