@@ -10,14 +10,7 @@
 //    trial with kRacedNoiseScale times the noise variance); failures
 //    feed the FeasibilityModel instead (no penalty imputation, SEARCH-NOTES).
 //    Its kernel is half product, half additive over the parameters
-//    (kAdditiveShare). Its prior mean is the worst log-throughput measured,
-//    not the average (GaussianProcess::set_mean_at_worst): right after the
-//    design, with three to five points, EI with a mean-reverting prior went
-//    to the corners of the space (0 workers, batch 16, prefetch 1 or 8) in
-//    most runs; expecting the unknown to be as bad as the worst seen keeps
-//    more of those trials near what ran well (issue 12, 40 seeds x 6 failure
-//    landscapes on seeds not used to choose it: @15 mean 0.811 -> 0.822,
-//    p10 0.607 -> 0.640; @30 unchanged).
+//    (kAdditiveShare).
 //  - Acquisition: log EI (Ament et al. 2023) + log P(feasible), scored on every
 //    valid unasked configuration when the space can be listed; otherwise on
 //    random candidates refined by a local search over neighbours.
@@ -66,7 +59,6 @@ class BoStrategy final : public StrategyBase {
         m_feasibility(m_space, ctx.vram_limit_bytes, ctx.ram_limit_bytes),
         m_gp(groups(m_space)) {
     m_gp.set_additive_share(kAdditiveShare);
-    m_gp.set_mean_at_worst(true);
     m_initial = initial_design_size(m_space, ctx.budget);
   }
   std::string_view name() const override { return "bo"; }

@@ -92,7 +92,6 @@ void GaussianProcess::set_data(const Eigen::MatrixXd& x, const Eigen::VectorXd& 
   m_y_mean = n > 0 ? y.mean() : 0.0;
   double var = n > 1 ? (y.array() - m_y_mean).square().sum() / static_cast<double>(n - 1) : 0.0;
   m_y_std = var > 1e-24 ? std::sqrt(var) : 1.0;
-  if (m_mean_at_worst && n > 0) m_y_mean = y.minCoeff();
   m_y = (y.array() - m_y_mean) / m_y_std;
   m_noise_scale = Eigen::VectorXd::Ones(n);
   m_group_d2.assign(static_cast<std::size_t>(m_groups), Eigen::MatrixXd::Zero(n, n));

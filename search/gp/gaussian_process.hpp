@@ -5,8 +5,7 @@
 // parameter is a group of one column; the one-hot columns of a categorical
 // parameter share one length scale, so two different categories are always at
 // the same distance sqrt(2)/l: no false order), times a signal variance, plus
-// a learned observation noise. Targets are standardised inside (centred on
-// their mean, or on the worst: set_mean_at_worst); predictions
+// a learned observation noise. Targets are standardised inside; predictions
 // come back in the caller's units.
 //
 // Hyperparameters theta = [log l_0..log l_{G-1}, log sf2, log sn2] (variances
@@ -57,18 +56,6 @@ class GaussianProcess {
   void set_additive_share(double a);
   double additive_share() const { return m_additive; }
   std::size_t size() const { return static_cast<std::size_t>(m_x.rows()); }
-
-  // The constant prior mean: the data's mean (the default), or the worst
-  // target seen (De Ath, Fieldsend & Everson, GECCO 2020, "What do you mean?
-  // The role of the mean function in Bayesian optimisation": for EI, the
-  // worst observed value is consistently among the best choices). With the
-  // mean at the worst, a configuration unlike anything measured is expected
-  // to be as bad as the worst one, not average, so EI spends fewer trials on
-  // the corners of the space that nothing has shown to be good. The scale
-  // of the standardisation is the data's spread either way. Takes effect at
-  // the next set_data().
-  void set_mean_at_worst(bool on) { m_mean_at_worst = on; }
-  bool mean_at_worst() const { return m_mean_at_worst; }
 
   // Replaces the data (rows of X are points). Keeps the hyperparameters.
   // Every point gets the learned noise variance.
@@ -122,7 +109,6 @@ class GaussianProcess {
   std::vector<int> m_group;
   int m_groups = 0;
   double m_additive = 0.0;
-  bool m_mean_at_worst = false;
   Eigen::MatrixXd m_x;
   Eigen::VectorXd m_y;          // standardised
   Eigen::VectorXd m_noise_scale;  // per point, times the learned noise variance

@@ -152,35 +152,6 @@ TEST(GaussianProcess, AdditivePartCarriesAOneKnobEffectAcrossTheOthers) {
   EXPECT_GT(spread(0.5), 0.5);
 }
 
-// Far from every point the posterior mean returns to the prior mean: the
-// data's average by default, the worst target with set_mean_at_worst; at
-// the data both interpolate.
-TEST(GaussianProcess, MeanAtWorstIsWhereFarPredictionsReturn) {
-  Eigen::MatrixXd x(3, 1);
-  x << 0.0, 0.1, 0.2;
-  Eigen::VectorXd y(3);
-  y << 5.0, 7.0, 9.0;
-  Eigen::MatrixXd probe(2, 1);
-  probe << 0.1, 50.0;  // a data point, and far beyond the length scale
-  Eigen::VectorXd theta(3);
-  theta << std::log(0.2), 0.0, std::log(1e-6);
-  auto predict = [&](bool worst) {
-    GaussianProcess gp({0});
-    gp.set_mean_at_worst(worst);
-    gp.set_data(x, y);
-    gp.set_theta(theta);
-    EXPECT_TRUE(gp.condition());
-    Eigen::VectorXd mean, var;
-    gp.predict(probe, mean, var);
-    return mean;
-  };
-  const Eigen::VectorXd average = predict(false), worst = predict(true);
-  EXPECT_NEAR(average[0], 7.0, 1e-3);
-  EXPECT_NEAR(worst[0], 7.0, 1e-3);
-  EXPECT_NEAR(average[1], 7.0, 1e-6);
-  EXPECT_NEAR(worst[1], 5.0, 1e-6);
-}
-
 TEST(GaussianProcess, InterpolatesNoiseFreeData) {
   std::mt19937_64 rng(2);
   auto gp = make_gp();
