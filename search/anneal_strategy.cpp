@@ -26,8 +26,11 @@
 // shorter queue), because the best configurations of a memory-bound pipeline
 // sit on the wall, where a single-knob move can only go back. Together,
 // on the six failure landscapes over 200 seeds not used to choose them:
-// @30 mean 0.874 -> 0.900, 10th percentile 0.685 -> 0.735; @15 mean
-// 0.752 -> 0.775 (each alone gave about half of that or less).
+// @30 mean 0.874 -> 0.897, 10th percentile 0.685 -> 0.730; @15 mean
+// 0.752 -> 0.779 (each alone gave less than half of that); on the analytic
+// landscapes of bench/landscapes.hpp, which played no part, within 0.006 on
+// loader-bound and equal or better on the other two
+// (memory-tight @30 median / p10 0.957 / 0.550 -> 1.000 / 0.814).
 // A measured move is accepted when it is better, or with
 // probability exp(delta / T) where delta is the change in log-throughput (a
 // relative change, so the schedule does not depend on the workload's units).
