@@ -12,6 +12,7 @@
 // Usage: bench_failure_efficiency [--seeds 40] [--strategies bo,anneal,random]
 //          [--budgets 15,30] [--landscapes a,b] [--parallel 1] [--limits]
 //          [--no-memory-metrics] [--runs FILE.csv] [--export DIR] [--trace]
+//          [--first-seed 0]
 // Trials report vram_bytes and ram_bytes (as the runner and the harness do)
 // unless --no-memory-metrics; the spec's limits reach the strategies only
 // with --limits (by default they must learn the capacity from failures).
@@ -66,6 +67,7 @@ int main(int argc, char** argv) {
   std::vector<int> budgets = {15, 30};
   std::vector<std::string> only;
   int parallel = 1;
+  int first_seed = 0;  // seeds first_seed .. first_seed + seeds - 1 (a fresh set for a check)
   bool limits = false, metrics = true, trace = false;
   std::string runs_path, export_dir;
   for (int i = 1; i < argc; ++i) {
@@ -83,6 +85,7 @@ int main(int argc, char** argv) {
     else if (a == "--runs" && more) runs_path = argv[++i];
     else if (a == "--export" && more) export_dir = argv[++i];
     else if (a == "--trace") trace = true;
+    else if (a == "--first-seed" && more) first_seed = std::stoi(argv[++i]);
     else {
       std::fprintf(stderr, "unknown argument %s\n", a.c_str());
       return 2;
@@ -121,7 +124,7 @@ int main(int argc, char** argv) {
         std::vector<double> fraction;
         double failed = 0, failed_late = 0, late_trials = 0, ask_ms = 0;
         int asks = 0;
-        for (int seed = 0; seed < seeds; ++seed) {
+        for (int seed = first_seed; seed < first_seed + seeds; ++seed) {
           const Limits given = limits ? Limits{land.vram_limit_mb * 1048576.0, land.ram_limit_mb * 1048576.0}
                                       : Limits{};
           auto strategy =

@@ -1,0 +1,103 @@
+// anneal's two ways of spending moves where they pay (issue 12): the knob a
+// move changes is drawn by how much moves along it changed the throughput,
+// and at a memory wall a step up is paid for by a step down along another
+// knob that grows the same memory. Seeded and deterministic.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+
+#include "search/feasibility.hpp"
+#include "search/strategy.hpp"
+
+namespace autotune {
+namespace {
+
+std::vector<Value> ints(std::int64_t lo, std::int64_t hi) {
+  std::vector<Value> v;
+  for (std::int64_t x = lo; x <= hi; ++x) v.emplace_back(x);
+  return v;
+}
+
+// num_workers 0..8 and prefetch_factor 1, 2, 4, 8: both grow host memory
+// (the knob table).
+SearchSpace loader_space() {
+  return SearchSpace({{"num_workers", ints(0, 8), Scale::linear},
+                      {"prefetch_factor",
+                       {Value{std::int64_t{1}}, Value{std::int64_t{2}}, Value{std::int64_t{4}}, Value{std::int64_t{8}}},
+                       Scale::log}});
+}
+
+// At a host wall on both knobs (one more worker, or a deeper queue, runs out
+// of memory), anneal still moves along the wall: it proposes more workers
+// with a shorter queue or a deeper queue with fewer workers, and never
+// anything at or beyond a failure.
+TEST(Anneal, TradesOneMemoryKnobForAnotherAtAWall) {
+  const SearchSpace space = loader_space();
+  for (std::uint64_t seed : {1, 2, 3}) {
+    StrategyContext ctx;
+    ctx.space = &space;
+    ctx.seed = seed;
+    ctx.budget = 6;  // two probes: the two ok points below
+    auto anneal = make_strategy("anneal", ctx);
+    // workers 4, prefetch 4 ran best; one step up along either knob failed.
+    const Config best{4, 2}, more_workers{5, 2}, deeper_queue{4, 3};
+    anneal->tell(Config{2, 1}, Outcome::success(100.0));
+    anneal->tell(best, Outcome::success(400.0));
+    anneal->tell(more_workers, Outcome::failure(Status::host_oom, "killed"));
+    anneal->tell(deeper_queue, Outcome::failure(Status::host_oom, "killed"));
+    FeasibilityModel seen(space, 0, 0);
+    seen.update({{Config{2, 1}, Outcome::success(100.0)},
+                 {best, Outcome::success(400.0)},
+                 {more_workers, Outcome::failure(Status::host_oom, "killed")},
+                 {deeper_queue, Outcome::failure(Status::host_oom, "killed")}});
+    int trades = 0;
+    for (int t = 0; t < 8; ++t) {
+      auto c = anneal->ask();
+      ASSERT_TRUE(c);
+      EXPECT_FALSE(seen.known_infeasible(*c)) << "seed " << seed << ": " << space.to_assignment(*c).describe();
+      const int dw = (*c)[0] - best[0], dp = (*c)[1] - best[1];
+      if ((dw > 0 && dp == -1) || (dp > 0 && dw == -1)) ++trades;
+      // Everything else is worse than the best, so the walk stays at it.
+      anneal->tell(*c, Outcome::success(50.0));
+    }
+    EXPECT_GE(trades, 1) << "seed " << seed;
+  }
+}
+
+// Two knobs that do nothing and one that matters: once moves along the idle
+// ones have shown no change, most moves go to the one that does. With the
+// knob drawn uniformly, two moves in three would change an idle knob.
+TEST(Anneal, MovesGoMostlyToTheKnobThatChangesTheThroughput) {
+  std::vector<Parameter> ps = {{"x", ints(0, 15), Scale::linear},
+                               {"idle_a", ints(0, 15), Scale::linear},
+                               {"idle_b", ints(0, 15), Scale::linear}};
+  for (auto& p : ps) p.memory = MemoryUse::none;
+  const SearchSpace space(ps);
+  int moves = 0, along_x = 0;
+  for (std::uint64_t seed : {1, 2, 3, 4}) {
+    StrategyContext ctx;
+    ctx.space = &space;
+    ctx.seed = seed;
+    ctx.budget = 40;
+    auto anneal = make_strategy("anneal", ctx);
+    Config best;
+    double best_y = 0.0;
+    for (int t = 0; t < 40; ++t) {
+      auto c = anneal->ask();
+      ASSERT_TRUE(c);
+      if (t >= 13 && !best.empty()) {  // past the probes and the first credits
+        ++moves;
+        along_x += (*c)[0] != best[0];
+      }
+      const double y = 100.0 * (1.0 + (*c)[0]);
+      anneal->tell(*c, Outcome::success(y));
+      if (y > best_y) best_y = y, best = *c;
+    }
+  }
+  ASSERT_GT(moves, 0);
+  EXPECT_GT(static_cast<double>(along_x) / moves, 0.5) << along_x << " of " << moves;
+}
+
+}  // namespace
+}  // namespace autotune
