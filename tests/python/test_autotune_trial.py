@@ -269,6 +269,17 @@ class SlowLoader(Dataset if torch else object):
         return torch.zeros(16), i % 10
 
 
+def steady_rate(it, step_s, seconds=2.0):
+    """Samples/s of a DataLoader iterator with `step_s` of compute a batch, timed
+    by the test alone (no Meter) over the next `seconds`."""
+    n, start = 0, time.perf_counter()
+    while time.perf_counter() - start < seconds:
+        x, y = next(it)
+        time.sleep(step_s)
+        n += x.shape[0]
+    return n / (time.perf_counter() - start)
+
+
 class RealDataLoader(unittest.TestCase):
     @require_torch
     def test_throughput_agrees_with_an_independent_count_over_the_same_span(self):
@@ -288,13 +299,7 @@ class RealDataLoader(unittest.TestCase):
         # next 2 seconds of the same loader: the warm-up left no backlog in the figure
         # (a backlog reads 3-5x too fast). Two different spans differ by the host's
         # drift, seen here at up to 7% between consecutive seconds: hence 15%.
-        n, start = 0, time.perf_counter()
-        while time.perf_counter() - start < 2.0:
-            x, y = next(it)
-            time.sleep(0.004)
-            n += x.shape[0]
-        steady = n / (time.perf_counter() - start)
-        self.assertAlmostEqual(meter.result["throughput"] / steady, 1.0, delta=0.15)
+        self.assertAlmostEqual(meter.result["throughput"] / steady_rate(it, 0.004), 1.0, delta=0.15)
 
     @require_torch
     def test_a_loader_bound_job_ends_its_warmup_once_drained_and_reads_the_steady_rate(self):
@@ -308,15 +313,9 @@ class RealDataLoader(unittest.TestCase):
         r = meter.result
         self.assertEqual(r["warmup_drained"], 1, r)
         self.assertLess(r["warmup_seconds"], 1.0, r)
-        # The same loader's pace, timed by the test alone over the next 2 s:
-        # the backlog is not in the figure (it would read several times faster).
-        n, start = 0, time.perf_counter()
-        while time.perf_counter() - start < 2.0:
-            x, y = next(it)
-            time.sleep(0.004)
-            n += x.shape[0]
-        steady = n / (time.perf_counter() - start)
-        self.assertAlmostEqual(r["throughput"] / steady, 1.0, delta=0.15)
+        # The same loader's pace over the next 2 s: the backlog is not in the
+        # figure (it would read several times faster).
+        self.assertAlmostEqual(r["throughput"] / steady_rate(it, 0.004), 1.0, delta=0.15)
 
     @require_torch
     def test_data_wait_is_high_for_a_slow_loader_inline_and_low_once_workers_keep_up(self):
