@@ -36,7 +36,7 @@ std::function<int()> add_compare_command(CLI::App& app) {
   app.add_option("--out,-o", args->out, "folder for the CSV, tables and plots")->capture_default_str();
   app.add_option("--race", args->race_margin,
                  "race trials as tuning does: stop a trial surely below (1 - MARGIN) x the run's incumbent "
-                 "(e.g. 0.05); off when not given");
+                 "(e.g. 0.10, the spec's default); off when not given");
   app.add_flag("--until-converged", args->until_converged,
                "end a run when its strategy says it converged, as budget: {until_converged: true} does");
   return [args]() -> int {
