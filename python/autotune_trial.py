@@ -338,10 +338,11 @@ class Meter:
             self._warmup_steps += 1
             elapsed = now - self._start
             # Three steps in a row: one long wait can be this process descheduled.
-            waited = wait > r["drained_wait_share"] * (now - self._last_end)
+            # Only after the steps the backlog holds: before, a wait is the workers starting.
+            waited = (self._warmup_steps > self.warmup_min_steps
+                      and wait > r["drained_wait_share"] * (now - self._last_end))
             self._waits_in_a_row = self._waits_in_a_row + 1 if waited else 0
-            if (r["warmup_until_drained"] and self._warmup_steps > self.warmup_min_steps
-                    and self._waits_in_a_row >= 3):
+            if r["warmup_until_drained"] and self._waits_in_a_row >= 3:
                 self._drained = True
             long_enough = elapsed >= r["warmup_s"] or (self._drained and elapsed >= r["warmup_floor_s"])
             enough = self._warmup_steps >= self.warmup_min_steps and long_enough
@@ -426,6 +427,7 @@ class Meter:
             secs = sum(t1 - t0 for t0, t1, _, _ in last)
             res["throughput"] = sum(s for _, _, s, _ in last) / secs
             res["throughput_rsd"] = _rsd([s / (t1 - t0) for t0, t1, s, _ in last])
+            res["mean_windows"] = len(last)
             wait = sum(w for _, _, _, w in last)
             res["data_wait_fraction"] = min(1.0, max(0.0, wait / secs))
             res["compute_busy"] = 1.0 - res["data_wait_fraction"]

@@ -11,11 +11,13 @@ bool was_raced(const Outcome& o) { return o.raced(); }
 
 double supported_throughput(const Outcome& o) {
   const double rsd = std::max(0.0, o.metric("throughput_rsd").value_or(0));
-  const double windows = o.metric("windows").value_or(0);
+  // The windows the throughput averages: as reported, else the last
+  // kMeanWindows of those it measured.
+  const double windows =
+      o.metric("mean_windows").value_or(std::min<double>(o.metric("windows").value_or(0), kMeanWindows));
   if (windows < 2 || o.metric("repeats")) return std::max(0.0, o.throughput * (1 - 2 * rsd));
-  // The throughput is the mean of the last kMeanWindows windows: the lower
-  // 95% bound of that mean.
-  const int n = static_cast<int>(std::min<double>(windows, kMeanWindows));
+  // The lower 95% bound of that mean.
+  const int n = static_cast<int>(std::min(windows, 1000.0));
   return std::max(0.0, o.throughput * (1 - student_t95(n - 1) * rsd / std::sqrt(static_cast<double>(n))));
 }
 

@@ -16,8 +16,9 @@ bool was_raced(const Outcome& o);
 // What an ok trial's own measurement supports as its throughput, for a bar:
 // the one-sided 95% lower bound of its mean, throughput x (1 - t x rsd /
 // sqrt(n)), with rsd its windows' spread (throughput_rsd) and n the windows
-// its throughput averages (`windows`, at most kMeanWindows, the harness's
-// and autotune_trial's rsd_windows); without a window count (a job that
+// its throughput averages (`mean_windows`, else the last kMeanWindows of its
+// `windows`: the harness's and autotune_trial's default rsd_windows); without
+// a window count (a job that
 // reports only a spread, or repeats), throughput x (1 - 2 x rsd). The
 // throughput itself when it reports no spread.
 inline constexpr int kMeanWindows = 5;

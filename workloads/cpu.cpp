@@ -230,7 +230,7 @@ class CpuWorkload final : public Workload {
     const double ram_baseline = current_host_bytes();
 
     MeasureResult r;
-    double last_loss = 0, wait_fraction = 0;
+    double last_loss = 0, wait_fraction = 0, starved_share = 0;
     bool loader_failed = false;
     try {
       Loader loader(k.loader);
@@ -259,11 +259,15 @@ class CpuWorkload final : public Workload {
         s.starved = loader.stats().starved > starved0;
         return s;
       };
-      const double wait0 = loader.stats().wait_seconds;
+      const LoaderStats before = loader.stats();
       r = measure_steps(k.measure, step);
       loader.stop();
       loader_failed = loader.failed();
-      if (r.elapsed_seconds > 0) wait_fraction = (loader.stats().wait_seconds - wait0) / r.elapsed_seconds;
+      const LoaderStats after = loader.stats();
+      if (r.elapsed_seconds > 0) wait_fraction = (after.wait_seconds - before.wait_seconds) / r.elapsed_seconds;
+      if (after.batches > before.batches)
+        starved_share = static_cast<double>(after.starved - before.starved) /
+                        static_cast<double>(after.batches - before.batches);
     } catch (const std::bad_alloc&) {
       return Outcome::failure(Status::host_oom, fmt::format("host allocation failed (estimated {})",
                                                             format_bytes(estimate)));
@@ -281,6 +285,9 @@ class CpuWorkload final : public Workload {
     const double ram = peak_host_bytes();
     o.metrics["compute_busy"] = r.busy_fraction;
     o.metrics["data_wait_fraction"] = wait_fraction;
+    // Of the loader's calls, those that found no batch ready: unlike the wait,
+    // not inflated by the trainer descheduled inside the call.
+    o.metrics["starved_share"] = starved_share;
     o.metrics["ram_bytes"] = ram;
     o.metrics["ram_baseline_bytes"] = ram_baseline;
     o.metrics["ram_estimate_bytes"] = estimate;

@@ -143,6 +143,7 @@ MeasureResult measure_steps(const MeasureConfig& c, const std::function<StepResu
   r.windows = static_cast<int>(windows.size());
   if (windows.empty()) return r;
   const std::size_t first = windows.size() > k ? windows.size() - k : 0;
+  r.mean_windows = static_cast<int>(windows.size() - first);
   double samples = 0, seconds = 0, busy = 0;
   for (std::size_t i = first; i < windows.size(); ++i) {
     samples += windows[i].samples;

@@ -81,6 +81,7 @@ struct MeasureResult {
   std::int64_t warmup_steps = 0;
   std::int64_t timed_steps = 0;    // all timed windows
   int windows = 0;
+  int mean_windows = 0;            // the windows `throughput` averages (the last rsd_windows)
   double warmup_seconds = 0;
   double elapsed_seconds = 0;      // warm-up + timed
 };

@@ -60,13 +60,14 @@ std::string read_pipeline_knobs(const Options& opts, const Assignment& config, c
   MeasureConfig& m = out.measure;
   m.warmup_seconds = opts.get_number("warmup_seconds");
   m.warmup_until_drained = opts.get_bool("warmup_until_drained");
-  m.warmup_floor_seconds = std::min(m.warmup_floor_seconds, m.warmup_seconds);
   // Batches prepared before the first step: the queues plus one in each worker's hands.
   m.warmup_min_steps = std::max<std::int64_t>(1, workers * (prefetch + 1));
   m.window_seconds = opts.get_number("window_seconds");
   m.target_rsd = opts.get_number("target_rsd");
   m.max_seconds = opts.get_number("max_seconds");
   if (ctx.timeout_s > 0) m.max_seconds = std::min(m.max_seconds, 0.8 * ctx.timeout_s);
+  // The floor never outlasts the warm-up it shortens, nor the cap's half.
+  m.warmup_floor_seconds = std::min({m.warmup_floor_seconds, m.warmup_seconds, 0.5 * m.max_seconds});
   m.stop_below = ctx.stop_below;
   return validate(m);
 }
@@ -96,13 +97,18 @@ void measure_on_virtual_clock(Outcome& o, const Assignment& config, const TrialC
   const std::int64_t prefetch = std::max<std::int64_t>(1, config.get_int("prefetch_factor", 2));
   c.warmup_min_steps = std::max<std::int64_t>(1, workers * (prefetch + 1));  // as read_pipeline_knobs
   // The loader: the share of a step spent waiting for data (measured, or
-  // what the model's busy fraction leaves), and the workers' full queues.
+  // what the model's busy fraction leaves), and the batches prepared before
+  // the first step (the queues plus one in each worker's hands). A recorded
+  // measurement whose loader was found empty on under half of its calls
+  // (starved_share) kept ahead: its data wait was the trainer descheduled
+  // inside the loader's call, not an empty queue, so it never starves here.
   SimulatedLoader loader;
   if (auto w = o.metric("data_wait_fraction"))
     loader.wait_fraction = *w;
   else if (auto busy = o.metric("gpu_busy"))
     loader.wait_fraction = 1 - *busy;
-  loader.queued_batches = static_cast<double>(workers * prefetch);
+  if (auto starved = o.metric("starved_share"); starved && *starved < 0.5) loader.wait_fraction = 0;
+  loader.queued_batches = static_cast<double>(workers * (prefetch + 1));
   loader.batches_per_step = static_cast<double>(std::max<std::int64_t>(1, config.get_int("grad_accum", 1)));
   const double batch = static_cast<double>(std::max<std::int64_t>(1, config.get_int("batch_size", 32)));
   const double samples_per_step = batch * loader.batches_per_step;

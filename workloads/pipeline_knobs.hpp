@@ -66,8 +66,9 @@ std::string read_pipeline_knobs(const Options& opts, const Assignment& config, c
                                 std::int64_t input_dim, int classes, PipelineKnobs& out);
 
 // The metrics both workloads report from a measurement: throughput_rsd,
-// stopped_by_rsd, warmup_complete, warmup_steps, timed_steps, windows,
-// measure_seconds, and cpu_cores (CPU seconds per wall second over the timed
+// stopped_by_rsd, warmup_complete, warmup_drained, warmup_steps,
+// warmup_seconds, timed_steps, windows, mean_windows (those the throughput
+// averages), measure_seconds, raced (when raced), and cpu_cores (CPU seconds per wall second over the timed
 // part: how many cores the loader and trainer kept busy).
 void add_measure_metrics(const MeasureResult& r, Outcome& o);
 

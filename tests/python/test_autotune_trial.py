@@ -142,6 +142,21 @@ class Rule(unittest.TestCase):
         # The pipeline's pace (4 samples per ~5 ms), not the backlog's (4 per ~1 ms).
         self.assertLess(r["throughput"], 4 / 0.0035, r)
 
+    def test_waits_while_the_workers_start_do_not_end_the_warmup(self):
+        # 1 worker x prefetch 2: 3 batches queued before the first step. The first
+        # 4 batches come late (the worker starting), then the loader keeps ahead:
+        # one wait after those 3 steps is no drain.
+        def starting():
+            for _ in range(4):
+                time.sleep(0.01)
+                yield [0] * 4
+            yield from paced(4, 0)
+
+        r = measured(starting(), 0.002, batch_size=4, num_workers=1, prefetch_factor=2, warmup_s=0.6,
+                     warmup_floor_s=0.1, max_s=3)
+        self.assertEqual(r["warmup_drained"], 0, r)
+        self.assertGreaterEqual(r["warmup_seconds"], 0.6)
+
     def test_a_loader_that_keeps_ahead_keeps_the_full_warmup(self):
         ahead = measured(paced(4, 0), 0.002, batch_size=4, num_workers=2, prefetch_factor=4, warmup_s=0.6,
                          warmup_floor_s=0.1, max_s=3)

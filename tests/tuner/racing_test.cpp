@@ -49,6 +49,9 @@ TEST(Racing, AMeasurementsWindowsSupportTheLowerBoundOfTheirMean) {
   Outcome o = measured(100, 0.07);
   o.metrics["windows"] = 12;  // the throughput averages the last 5
   EXPECT_NEAR(supported_throughput(o), 100 * (1 - 2.132 * 0.07 / std::sqrt(5.0)), 1e-9);
+  // A job that averages its last 3 windows (autotune_trial with rsd_windows=3) says so: t(2) = 2.920.
+  o.metrics["mean_windows"] = 3;
+  EXPECT_NEAR(supported_throughput(o), 100 * (1 - 2.920 * 0.07 / std::sqrt(3.0)), 1e-9);
   o.metrics["repeats"] = 3;  // a spread across repeats: no window count behind it
   EXPECT_DOUBLE_EQ(supported_throughput(o), 100 * (1 - 2 * 0.07));
 }
