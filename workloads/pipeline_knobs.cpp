@@ -19,8 +19,8 @@ std::vector<OptionSpec> pipeline_option_specs(const PipelineDefaults& d) {
       {"warmup_seconds", OptionType::duration, OptionValue{1.5},
        "minimum warm-up; it also lasts at least as many steps as the prefetch queue holds", {}, 0.0},
       {"warmup_until_drained", OptionType::boolean, OptionValue{true},
-       "end the warm-up after 0.5 s instead of warmup_seconds once a step has waited for its data (the "
-       "prefetched backlog is gone)"},
+       "end the warm-up after 0.5 s instead of warmup_seconds once a step has found the loader's queue empty "
+       "(the prefetched backlog is gone)"},
       {"window_seconds", OptionType::duration, OptionValue{d.window_seconds}, "minimum length of a timed window", {}, 0.0},
       {"target_rsd", OptionType::number, OptionValue{0.02},
        "stop when the relative spread of the last 5 window throughputs is at or under this", {}, 1e-6, 10.0},
@@ -60,8 +60,7 @@ std::string read_pipeline_knobs(const Options& opts, const Assignment& config, c
   MeasureConfig& m = out.measure;
   m.warmup_seconds = opts.get_number("warmup_seconds");
   m.warmup_until_drained = opts.get_bool("warmup_until_drained");
-  // Batches prepared before the first step: the queues plus one in each worker's hands.
-  m.warmup_min_steps = std::max<std::int64_t>(1, workers * (prefetch + 1));
+  m.warmup_min_steps = batches_before_first_step(workers, prefetch);
   m.window_seconds = opts.get_number("window_seconds");
   m.target_rsd = opts.get_number("target_rsd");
   m.max_seconds = opts.get_number("max_seconds");
@@ -70,6 +69,10 @@ std::string read_pipeline_knobs(const Options& opts, const Assignment& config, c
   m.warmup_floor_seconds = std::min({m.warmup_floor_seconds, m.warmup_seconds, 0.5 * m.max_seconds});
   m.stop_below = ctx.stop_below;
   return validate(m);
+}
+
+std::int64_t batches_before_first_step(std::int64_t workers, std::int64_t prefetch) {
+  return std::max<std::int64_t>(1, workers * (prefetch + 1));
 }
 
 void add_measure_metrics(const MeasureResult& r, Outcome& o) {
@@ -95,7 +98,7 @@ void measure_on_virtual_clock(Outcome& o, const Assignment& config, const TrialC
   c.warmup_until_drained = warmup_until_drained;
   const std::int64_t workers = std::max<std::int64_t>(0, config.get_int("num_workers", 0));
   const std::int64_t prefetch = std::max<std::int64_t>(1, config.get_int("prefetch_factor", 2));
-  c.warmup_min_steps = std::max<std::int64_t>(1, workers * (prefetch + 1));  // as read_pipeline_knobs
+  c.warmup_min_steps = batches_before_first_step(workers, prefetch);  // as read_pipeline_knobs
   // The loader: the share of a step spent waiting for data (measured, or
   // what the model's busy fraction leaves), and the batches prepared before
   // the first step (the queues plus one in each worker's hands). A recorded
@@ -108,7 +111,7 @@ void measure_on_virtual_clock(Outcome& o, const Assignment& config, const TrialC
   else if (auto busy = o.metric("gpu_busy"))
     loader.wait_fraction = 1 - *busy;
   if (auto starved = o.metric("starved_share"); starved && *starved < 0.5) loader.wait_fraction = 0;
-  loader.queued_batches = static_cast<double>(workers * (prefetch + 1));
+  loader.queued_batches = workers > 0 ? static_cast<double>(c.warmup_min_steps) : 0.0;
   loader.batches_per_step = static_cast<double>(std::max<std::int64_t>(1, config.get_int("grad_accum", 1)));
   const double batch = static_cast<double>(std::max<std::int64_t>(1, config.get_int("batch_size", 32)));
   const double samples_per_step = batch * loader.batches_per_step;
@@ -122,6 +125,22 @@ void measure_on_virtual_clock(Outcome& o, const Assignment& config, const TrialC
   o.throughput = r.throughput;
   add_measure_metrics(r, o);
   o.seconds = startup_s + r.elapsed_seconds;
+}
+
+std::vector<OptionSpec> virtual_clock_option_specs(const std::string& simulated_help,
+                                                   const std::string& startup_help) {
+  const VirtualClock d;
+  return {
+      {"simulated_time", OptionType::boolean, OptionValue{d.on}, simulated_help},
+      {"warmup_until_drained", OptionType::boolean, OptionValue{d.warmup_until_drained},
+       "with simulated_time: the harness's warm-up ends early once the virtual queue is drained (as the cpu "
+       "workload's option of that name)"},
+      {"startup_seconds", OptionType::duration, OptionValue{d.startup_s}, startup_help, {}, 0.0},
+  };
+}
+
+VirtualClock read_virtual_clock(const Options& o) {
+  return {o.get_bool("simulated_time"), o.get_bool("warmup_until_drained"), o.get_number("startup_seconds")};
 }
 
 std::vector<OptionSpec> model_option_specs(const ModelDefaults& d) {

@@ -72,16 +72,35 @@ std::string read_pipeline_knobs(const Options& opts, const Assignment& config, c
 // part: how many cores the loader and trainer kept busy).
 void add_measure_metrics(const MeasureResult& r, Outcome& o);
 
+// Batches a loader prepares before the first step: each worker's queue of
+// prefetch_factor plus the one in its hands (at least 1: inline, the first).
+std::int64_t batches_before_first_step(std::int64_t workers, std::int64_t prefetch);
+
+// How a modelled workload (synthetic, replay) times its trials, from its
+// options simulated_time, warmup_until_drained and startup_seconds.
+struct VirtualClock {
+  bool on = false;
+  bool warmup_until_drained = true;
+  double startup_s = 2.0;
+};
+// Those three options; `simulated_help` and `startup_help` describe the
+// first and the last as this workload uses them.
+std::vector<OptionSpec> virtual_clock_option_specs(const std::string& simulated_help,
+                                                   const std::string& startup_help);
+VirtualClock read_virtual_clock(const Options& o);
+
 // A modelled workload's measurement (synthetic and replay with
 // simulated_time): o's throughput is the level, measured again by the
 // harness's rule on a virtual clock (simulate_measurement; racing against
-// ctx.stop_below included) in steps of the configuration's batch_size; o
-// gets what that measured, its metrics, and start-up plus the rule's seconds.
-// The virtual loader waits for data as o's data_wait_fraction says (else
-// 1 - gpu_busy), with num_workers x prefetch_factor batches queued at the
-// start, so that the warm-up's drain rule plays out as it would for real.
-// Steps scatter by 15% (relative), or, given `window_rsd` > 0 (a recorded
-// measurement's spread), by what makes its windows scatter that much.
+// ctx.stop_below included) in steps of the configuration's batch_size x
+// grad_accum; o gets what that measured, its metrics, and start-up plus the
+// rule's seconds. The virtual loader waits for data as o's
+// data_wait_fraction says (else 1 - gpu_busy; never, when o's starved_share
+// says its loader kept ahead), with batches_before_first_step() queued at
+// the start, so that the warm-up's drain rule plays out as it would for
+// real. Steps scatter by 15% (relative), or, given `window_rsd` > 0 (a
+// recorded measurement's spread), by what makes its windows scatter that
+// much.
 void measure_on_virtual_clock(Outcome& o, const Assignment& config, const TrialContext& ctx, std::uint64_t seed,
                               double startup_s, bool warmup_until_drained, double window_rsd = 0);
 

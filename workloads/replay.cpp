@@ -129,12 +129,8 @@ namespace {
 
 class ReplayWorkload final : public Workload {
  public:
-  ReplayWorkload(ReplayTable table, double noise, bool simulated, double startup, bool until_drained)
-      : m_table(std::move(table)),
-        m_noise(noise),
-        m_simulated(simulated),
-        m_startup(startup),
-        m_until_drained(until_drained) {}
+  ReplayWorkload(ReplayTable table, double noise, VirtualClock clock)
+      : m_table(std::move(table)), m_noise(noise), m_clock(clock) {}
   std::string_view kind() const override { return "replay"; }
   std::optional<Outcome> expected(const Assignment& config) const override { return m_table.mean(config); }
 
@@ -144,14 +140,15 @@ class ReplayWorkload final : public Workload {
     std::mt19937_64 rng(ctx.seed * 0x9E3779B97F4A7C15ULL + 17);
     Outcome o = (*rows)[std::uniform_int_distribution<std::size_t>(0, rows->size() - 1)(rng)];
     if (o.ok() && m_noise > 0) o.throughput *= std::exp(std::normal_distribution<double>(0, m_noise)(rng));
-    if (m_simulated && o.ok()) {
+    if (m_clock.on && o.ok()) {
       // The recorded level, measured again by the harness's rule on a virtual
       // clock (racing included), its windows scattering as recorded; start-up
       // as recorded when the table has it.
       const double startup = o.seconds > 0 && o.metric("measure_seconds")
                                  ? std::max(0.0, o.seconds - *o.metric("measure_seconds"))
-                                 : m_startup;
-      measure_on_virtual_clock(o, config, ctx, rng(), startup, m_until_drained, o.metric("throughput_rsd").value_or(0));
+                                 : m_clock.startup_s;
+      measure_on_virtual_clock(o, config, ctx, rng(), startup, m_clock.warmup_until_drained,
+                               o.metric("throughput_rsd").value_or(0));
     }
     return o;
   }
@@ -159,9 +156,7 @@ class ReplayWorkload final : public Workload {
  private:
   ReplayTable m_table;
   double m_noise;
-  bool m_simulated;
-  double m_startup;
-  bool m_until_drained;
+  VirtualClock m_clock;
 };
 
 }  // namespace
@@ -174,19 +169,16 @@ WorkloadInfo replay_workload_info() {
       {"file", OptionType::path, std::nullopt, "the CSV table"},
       {"noise", OptionType::number, OptionValue{0.0}, "extra relative noise (log-normal sigma)", {}, 0.0, 1.0},
       {"metric", OptionType::string, OptionValue{std::string("throughput")}, "the column to maximise"},
-      {"simulated_time", OptionType::boolean, OptionValue{false},
-       "measure each recorded level again with the harness's rule (warm-up, windows, cap, racing) on a virtual "
-       "clock, and report the seconds that would take"},
-      {"warmup_until_drained", OptionType::boolean, OptionValue{true},
-       "with simulated_time: the harness's warm-up ends early once the virtual queue is drained (as the cpu "
-       "workload's option of that name)"},
-      {"startup_seconds", OptionType::duration, OptionValue{2.0},
-       "with simulated_time: start-up seconds when the table does not record them", {}, 0.0},
   };
+  for (auto& spec : virtual_clock_option_specs(
+           "measure each recorded level again with the harness's rule (warm-up, windows, cap, racing) on a "
+           "virtual clock, and report the seconds that would take",
+           "with simulated_time: start-up seconds when the table does not record them"))
+    info.options.push_back(std::move(spec));
   info.make = [](const Options& o, const WorkloadEnv& env) -> std::unique_ptr<Workload> {
     return std::make_unique<ReplayWorkload>(
         ReplayTable(o.get_string("file"), env.parameter_names, o.get_string("metric")), o.get_number("noise"),
-        o.get_bool("simulated_time"), o.get_number("startup_seconds"), o.get_bool("warmup_until_drained"));
+        read_virtual_clock(o));
   };
   return info;
 }

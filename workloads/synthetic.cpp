@@ -109,15 +109,8 @@ namespace {
 
 class SyntheticWorkload final : public Workload {
  public:
-  SyntheticWorkload(SyntheticProfile p, double noise, std::uint64_t seed, double trial_seconds, bool simulated,
-                    double startup_seconds, bool until_drained)
-      : m_profile(std::move(p)),
-        m_noise(noise),
-        m_seed(seed),
-        m_trial_seconds(trial_seconds),
-        m_simulated(simulated),
-        m_startup(startup_seconds),
-        m_until_drained(until_drained) {}
+  SyntheticWorkload(SyntheticProfile p, double noise, std::uint64_t seed, double trial_seconds, VirtualClock clock)
+      : m_profile(std::move(p)), m_noise(noise), m_seed(seed), m_trial_seconds(trial_seconds), m_clock(clock) {}
   std::string_view kind() const override { return "synthetic"; }
   std::optional<Outcome> expected(const Assignment& config) const override {
     return synthetic_evaluate(m_profile, config);
@@ -127,7 +120,7 @@ class SyntheticWorkload final : public Workload {
     if (m_trial_seconds > 0)  // stands in for the time a real measurement takes
       std::this_thread::sleep_for(std::chrono::duration<double>(m_trial_seconds));
     Outcome o = synthetic_evaluate(m_profile, config);
-    if (m_simulated && !o.ok()) o.seconds = m_startup;  // a failure shows at start-up
+    if (m_clock.on && !o.ok()) o.seconds = m_clock.startup_s;  // a failure shows at start-up
     if (!o.ok()) return o;
     std::mt19937_64 rng(m_seed * 0x9E3779B97F4A7C15ULL + ctx.seed);
     if (m_noise > 0) {
@@ -135,7 +128,7 @@ class SyntheticWorkload final : public Workload {
       o.throughput *= std::exp(z(rng));  // this run's level: differs run to run
       o.metrics["throughput_rsd"] = m_noise;
     }
-    if (m_simulated) measure_on_virtual_clock(o, config, ctx, rng(), m_startup, m_until_drained);
+    if (m_clock.on) measure_on_virtual_clock(o, config, ctx, rng(), m_clock.startup_s, m_clock.warmup_until_drained);
     return o;
   }
 
@@ -144,9 +137,7 @@ class SyntheticWorkload final : public Workload {
   double m_noise;
   std::uint64_t m_seed;
   double m_trial_seconds;
-  bool m_simulated;
-  double m_startup;
-  bool m_until_drained;
+  VirtualClock m_clock;
 };
 
 }  // namespace
@@ -164,22 +155,18 @@ WorkloadInfo synthetic_workload_info() {
       {"seed", OptionType::integer, OptionValue{std::int64_t{0}}, "noise seed (mixed with the trial's)"},
       {"trial_seconds", OptionType::duration, OptionValue{0.0},
        "sleep this long per trial, to stand in for a real measurement", {}, 0.0},
-      {"simulated_time", OptionType::boolean, OptionValue{false},
-       "measure with the harness's rule (warm-up, windows, cap, racing) on a virtual clock and report the seconds "
-       "that would take, without waiting"},
-      {"warmup_until_drained", OptionType::boolean, OptionValue{true},
-       "with simulated_time: the harness's warm-up ends early once the virtual queue is drained (as the cpu "
-       "workload's option of that name)"},
-      {"startup_seconds", OptionType::duration, OptionValue{2.0},
-       "with simulated_time: seconds a trial spends before its warm-up (process, model, loader)", {}, 0.0},
   };
+  for (auto& spec : virtual_clock_option_specs(
+           "measure with the harness's rule (warm-up, windows, cap, racing) on a virtual clock and report the "
+           "seconds that would take, without waiting",
+           "with simulated_time: seconds a trial spends before its warm-up (process, model, loader)"))
+    info.options.push_back(std::move(spec));
   info.make = [](const Options& o, const WorkloadEnv&) -> std::unique_ptr<Workload> {
     const SyntheticProfile* p = find_synthetic_profile(o.get_string("profile"));
     if (!p) throw WorkloadConfigError("unknown synthetic profile '" + o.get_string("profile") + "'");
     return std::make_unique<SyntheticWorkload>(*p, o.get_number("noise"),
                                                static_cast<std::uint64_t>(o.get_int("seed")),
-                                               o.get_number("trial_seconds"), o.get_bool("simulated_time"),
-                                               o.get_number("startup_seconds"), o.get_bool("warmup_until_drained"));
+                                               o.get_number("trial_seconds"), read_virtual_clock(o));
   };
   return info;
 }
