@@ -83,6 +83,7 @@ void add_measure_metrics(const MeasureResult& r, Outcome& o) {
   o.metrics["warmup_steps"] = static_cast<double>(r.warmup_steps);
   o.metrics["timed_steps"] = static_cast<double>(r.timed_steps);
   o.metrics["windows"] = r.windows;
+  o.metrics["mean_windows"] = r.mean_windows;
   o.metrics["measure_seconds"] = r.elapsed_seconds;
   o.metrics["warmup_seconds"] = r.warmup_seconds;
   if (r.raced) o.metrics["raced"] = 1.0;

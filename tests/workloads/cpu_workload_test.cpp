@@ -32,7 +32,7 @@ TEST(CpuWorkload, MeasuresAThroughputWithItsMetrics) {
   const Outcome o = w->measure(config(32, 1), TrialContext{});
   ASSERT_TRUE(o.ok()) << o.reason;
   EXPECT_GT(o.throughput, 0);
-  for (const char* m : {"throughput_rsd", "stopped_by_rsd", "compute_busy", "ram_bytes", "loss"})
+  for (const char* m : {"throughput_rsd", "stopped_by_rsd", "compute_busy", "ram_bytes", "loss", "mean_windows"})
     EXPECT_TRUE(o.metric(m).has_value()) << m;
   EXPECT_GT(*o.metric("compute_busy"), 0.0);
   EXPECT_LE(*o.metric("compute_busy"), 1.0);
