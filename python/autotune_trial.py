@@ -530,7 +530,7 @@ def summary(res):
     bound = "loader-bound: more workers, prefetch or pinned memory may help" if wait > 0.2 else \
         "compute-bound: the loader keeps up"
     text = (f"autotune_trial: {res['throughput']:.1f} samples/s (spread {100 * res['throughput_rsd']:.1f}% over "
-            f"{min(res['windows'], RULE['rsd_windows'])} windows, after {res['warmup_steps']} warm-up steps"
+            f"{res['mean_windows']} windows, after {res['warmup_steps']} warm-up steps"
             f"{' (the queue ran dry)' if res.get('warmup_drained') else ''}; "
             f"{'stopped on the spread' if res['stopped_by_rsd'] else 'stopped by the time cap'})\n"
             f"autotune_trial: waiting for data {100 * wait:.0f}% of the time ({bound})")
