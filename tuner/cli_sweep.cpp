@@ -63,7 +63,7 @@ std::function<int()> add_sweep_command(CLI::App& app) {
     const std::vector<std::string> metric_cols = {"throughput_rsd", "gpu_busy",        "compute_busy",
                                                   "vram_bytes",     "ram_bytes",       "warmup_seconds",
                                                   "measure_seconds", "data_wait_fraction", "starved_share",
-                                                  "seconds"};
+                                                  "warmup_ahead",   "seconds"};
     header.push_back("status");
     header.push_back("throughput");
     for (const auto& m : metric_cols) header.push_back(m);

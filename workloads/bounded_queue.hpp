@@ -48,10 +48,12 @@ class BoundedQueue {
 
   // Blocks while empty; nullopt when the queue is (or becomes) closed.
   // `found_empty`, when given, says whether the queue was empty (and open)
-  // when this call looked: whether the caller had to wait for an item.
-  std::optional<T> pop(bool* found_empty = nullptr) {
+  // when this call looked: whether the caller had to wait for an item;
+  // `found_full` whether it was full: whether a producer was kept waiting.
+  std::optional<T> pop(bool* found_empty = nullptr, bool* found_full = nullptr) {
     std::unique_lock lock(m_mutex);
     if (found_empty) *found_empty = !m_closed && m_count == 0;
+    if (found_full) *found_full = !m_closed && m_count == m_capacity;
     m_not_empty.wait(lock, [&] { return m_closed || m_count > 0; });
     if (m_closed) return std::nullopt;
     T item = std::move(m_ring[m_head]);

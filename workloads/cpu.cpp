@@ -239,7 +239,7 @@ class CpuWorkload final : public Workload {
       const double grad_scale = 1.0 / static_cast<double>(k.loader.batch_size * k.grad_accum);
       auto step = [&]() -> StepResult {
         StepResult s;
-        const std::int64_t starved0 = loader.stats().starved;
+        const LoaderStats stats0 = loader.stats();
         double loss = 0;
         for (std::int64_t a = 0; a < k.grad_accum; ++a) {
           BatchLease b = loader.next();
@@ -256,7 +256,7 @@ class CpuWorkload final : public Workload {
         mlp.step();
         s.busy_seconds += seconds_since(c0);
         last_loss = loss / static_cast<double>(k.grad_accum);
-        s.starved = loader.stats().starved > starved0;
+        mark_queue_state(stats0, loader.stats(), s);
         return s;
       };
       const LoaderStats before = loader.stats();

@@ -6,6 +6,8 @@
 #include <new>
 #include <stdexcept>
 
+#include "workloads/measure.hpp"
+
 namespace autotune {
 
 namespace {
@@ -243,6 +245,12 @@ void Loader::worker_main(int w) {
   m_running.fetch_sub(1);
 }
 
+void mark_queue_state(const LoaderStats& before, const LoaderStats& after, StepResult& s) {
+  const std::int64_t calls = after.batches - before.batches;
+  s.starved = after.starved > before.starved;
+  s.ahead = calls > 0 && after.ahead - before.ahead >= calls;
+}
+
 BatchLease Loader::next() {
   if (m_stopping.load()) return {};
   const auto t0 = std::chrono::steady_clock::now();
@@ -253,9 +261,10 @@ BatchLease Loader::next() {
     if (slot) fill(*slot, m_next_index, m_inline_scratch.data());
     ++m_stats.starved;  // nothing is ever prepared ahead
   } else {
-    bool empty = false;
-    slot = m_ready[static_cast<std::size_t>(m_next_index % m_config.num_workers)]->pop(&empty);
+    bool empty = false, full = false;
+    slot = m_ready[static_cast<std::size_t>(m_next_index % m_config.num_workers)]->pop(&empty, &full);
     if (empty) ++m_stats.starved;
+    if (full) ++m_stats.ahead;
   }
   m_stats.wait_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   if (!slot) return {};

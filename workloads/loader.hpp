@@ -100,7 +100,13 @@ struct LoaderStats {
   double wait_seconds = 0;     // time next() spent waiting for (or, inline, preparing) batches
   std::int64_t batches = 0;    // batches handed out
   std::int64_t starved = 0;    // next() calls that found no batch ready (inline: every call)
+  std::int64_t ahead = 0;      // next() calls that found their worker's queue full (inline: none)
 };
+
+struct StepResult;
+// What the loader's calls made during one step found: any queue empty
+// (starved), or every queue full (ahead).
+void mark_queue_state(const LoaderStats& before, const LoaderStats& after, StepResult& s);
 
 class Loader {
  public:

@@ -70,11 +70,14 @@ MeasureResult measure_steps(const MeasureConfig& c, const std::function<StepResu
 
   // Warm-up.
   bool drained = false;
+  int ahead_streak = 0;
   for (;;) {
     const double now = clock() - start;
-    const bool long_enough = now >= c.warmup_seconds || (drained && now >= c.warmup_floor_seconds);
+    const bool ahead = ahead_streak >= kAheadSteps;
+    const bool long_enough = now >= c.warmup_seconds || ((drained || ahead) && now >= c.warmup_floor_seconds);
     if (r.warmup_steps >= c.warmup_min_steps && long_enough) {
       r.warmup_drained = drained && now < c.warmup_seconds;
+      r.warmup_ahead = !drained && ahead && now < c.warmup_seconds;
       break;
     }
     if (now >= 0.5 * c.max_seconds && r.warmup_steps > 0) {
@@ -88,7 +91,9 @@ MeasureResult measure_steps(const MeasureConfig& c, const std::function<StepResu
       return r;
     }
     ++r.warmup_steps;
-    if (c.warmup_until_drained && r.warmup_steps > c.warmup_min_steps && s.starved) drained = true;
+    const bool settled = c.warmup_until_drained && r.warmup_steps > c.warmup_min_steps;
+    if (settled && s.starved) drained = true;
+    ahead_streak = settled && s.ahead ? ahead_streak + 1 : 0;
   }
   r.warmup_seconds = clock() - start;
   const double timed_wall0 = clock(), timed_cpu0 = cpu_clock();
@@ -180,6 +185,7 @@ MeasureResult simulate_measurement(const MeasureConfig& c, double throughput, do
           wait = w * mean_step * jitter;
           s.starved = w > 0;
         }
+        s.ahead = w == 0 && loader.keeps_ahead;
         now += s.busy_seconds + wait;
         return s;
       },

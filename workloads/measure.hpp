@@ -15,7 +15,14 @@
 //    instead of `warmup_seconds` (`warmup_drained`). A job whose steps are
 //    never starved (the loader keeps ahead: a backlog cannot inflate its
 //    rate, but nothing in the steps proves the queue is not still draining)
-//    keeps the full `warmup_seconds`. A starved step among the first
+//    keeps the full `warmup_seconds`, unless it proves the workers keep
+//    ahead: kAheadSteps steps in a row after the first `warmup_min_steps`
+//    each found every queue they read full (`ahead`: its worker was waiting
+//    to push). A full queue after the first steps means that worker pushed
+//    at least as many batches as were taken from it since the first step,
+//    so its pace, not a stock laid up before the first step, feeds the
+//    steps; the warm-up then also ends at the floor (`warmup_ahead`).
+//    A starved step among the first
 //    `warmup_min_steps` is the workers starting, not the drain. The loader's
 //    queue says whether it was empty, not the time the step spent in it: on
 //    a busy host a step can lose milliseconds inside the loader's call with
@@ -62,7 +69,12 @@ struct StepResult {
   double busy_seconds = 0;  // compute part of the step
   bool failed = false;
   bool starved = false;  // its data was not ready: the queue was empty (or it is prepared inline)
+  bool ahead = false;    // every queue it read was full: the workers were waiting to push
 };
+
+// Steps in a row found `ahead` that end the warm-up at the floor (one can be
+// a worker's lucky spell).
+constexpr int kAheadSteps = 3;
 
 struct MeasureResult {
   bool failed = false;             // a step reported failure
@@ -72,6 +84,7 @@ struct MeasureResult {
   bool raced = false;              // stopped early below stop_below
   bool warmup_complete = true;     // both warm-up conditions were met
   bool warmup_drained = false;     // the warm-up ended early: the queue was seen empty
+  bool warmup_ahead = false;       // the warm-up ended early: the queues were seen full, kAheadSteps in a row
   double busy_fraction = 0;        // busy seconds / wall seconds, same windows
   // Process CPU seconds / wall seconds from the first timed window's start to
   // the end: how many cores the pipeline kept busy (1 inline, up to the core
@@ -116,6 +129,7 @@ struct SimulatedLoader {
   double wait_fraction = 0;
   double queued_batches = 0;
   double batches_per_step = 1;
+  bool keeps_ahead = false;  // workers that wait on full queues (only without wait_fraction)
 };
 
 // The rule above on a virtual clock, for workloads that model a pipeline
@@ -124,7 +138,8 @@ struct SimulatedLoader {
 // that gives `throughput`, so that windows, warm-up, the cap and racing take
 // the seconds a real measurement would (elapsed_seconds), without waiting.
 // With a loader that waits, the steps first drain its queue at the compute
-// rate (1 - wait_fraction of the mean step, not starved), then wait for data.
+// rate (1 - wait_fraction of the mean step, not starved), then wait for data;
+// a loader that `keeps_ahead` finds every step's queue full.
 MeasureResult simulate_measurement(const MeasureConfig& c, double throughput, double samples_per_step,
                                    std::uint64_t seed, const SimulatedLoader& loader = {},
                                    double step_jitter = 0.15);

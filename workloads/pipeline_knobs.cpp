@@ -80,6 +80,7 @@ void add_measure_metrics(const MeasureResult& r, Outcome& o) {
   o.metrics["stopped_by_rsd"] = r.stopped_by_rsd ? 1.0 : 0.0;
   o.metrics["warmup_complete"] = r.warmup_complete ? 1.0 : 0.0;
   o.metrics["warmup_drained"] = r.warmup_drained ? 1.0 : 0.0;
+  o.metrics["warmup_ahead"] = r.warmup_ahead ? 1.0 : 0.0;
   o.metrics["warmup_steps"] = static_cast<double>(r.warmup_steps);
   o.metrics["timed_steps"] = static_cast<double>(r.timed_steps);
   o.metrics["windows"] = r.windows;
@@ -112,6 +113,12 @@ void measure_on_virtual_clock(Outcome& o, const Assignment& config, const TrialC
   else if (auto busy = o.metric("gpu_busy"))
     loader.wait_fraction = 1 - *busy;
   if (auto starved = o.metric("starved_share"); starved && *starved < 0.5) loader.wait_fraction = 0;
+  // Workers that keep ahead find their queues full: as the recorded warm-up
+  // found them, else wherever the loader never waits.
+  if (auto ahead = o.metric("warmup_ahead"))
+    loader.keeps_ahead = *ahead > 0;
+  else
+    loader.keeps_ahead = workers > 0 && loader.wait_fraction == 0;
   loader.queued_batches = workers > 0 ? static_cast<double>(c.warmup_min_steps) : 0.0;
   loader.batches_per_step = static_cast<double>(std::max<std::int64_t>(1, config.get_int("grad_accum", 1)));
   const double batch = static_cast<double>(std::max<std::int64_t>(1, config.get_int("batch_size", 32)));

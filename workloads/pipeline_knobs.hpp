@@ -66,7 +66,7 @@ std::string read_pipeline_knobs(const Options& opts, const Assignment& config, c
                                 std::int64_t input_dim, int classes, PipelineKnobs& out);
 
 // The metrics both workloads report from a measurement: throughput_rsd,
-// stopped_by_rsd, warmup_complete, warmup_drained, warmup_steps,
+// stopped_by_rsd, warmup_complete, warmup_drained, warmup_ahead, warmup_steps,
 // warmup_seconds, timed_steps, windows, mean_windows (those the throughput
 // averages), measure_seconds, raced (when raced), and cpu_cores (CPU seconds per wall second over the timed
 // part: how many cores the loader and trainer kept busy).
@@ -98,7 +98,8 @@ VirtualClock read_virtual_clock(const Options& o);
 // data_wait_fraction says (else 1 - gpu_busy; never, when o's starved_share
 // says its loader kept ahead), with batches_before_first_step() queued at
 // the start, so that the warm-up's drain rule plays out as it would for
-// real. Steps scatter by 15% (relative), or, given `window_rsd` > 0 (a
+// real; its queues are found full (the warm-up's `ahead` rule) as o's
+// warmup_ahead says, else wherever the loader never waits. Steps scatter by 15% (relative), or, given `window_rsd` > 0 (a
 // recorded measurement's spread), by what makes its windows scatter that
 // much.
 void measure_on_virtual_clock(Outcome& o, const Assignment& config, const TrialContext& ctx, std::uint64_t seed,

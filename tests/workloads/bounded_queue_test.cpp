@@ -27,6 +27,23 @@ TEST(BoundedQueue, HoldsAtMostCapacityInFifoOrder) {
   EXPECT_EQ(q.size(), 0u);
 }
 
+TEST(BoundedQueue, PopSaysWhetherItFoundTheQueueEmptyOrFull) {
+  BoundedQueue<int> q(2);
+  ASSERT_TRUE(q.try_push(1));
+  ASSERT_TRUE(q.try_push(2));
+  bool empty = true, full = false;
+  EXPECT_EQ(*q.pop(&empty, &full), 1);
+  EXPECT_FALSE(empty);
+  EXPECT_TRUE(full) << "two of two held when it looked";
+  EXPECT_EQ(*q.pop(&empty, &full), 2);
+  EXPECT_FALSE(empty);
+  EXPECT_FALSE(full);
+  std::thread producer([&] { q.push(3); });
+  EXPECT_EQ(*q.pop(&empty, &full), 3);
+  producer.join();
+  EXPECT_FALSE(full);  // empty or not depends on who came first; never full
+}
+
 TEST(BoundedQueue, ZeroCapacityIsRejected) { EXPECT_THROW(BoundedQueue<int>(0), std::invalid_argument); }
 
 TEST(BoundedQueue, PushBlocksWhileFullUntilAPop) {

@@ -40,7 +40,7 @@ TEST(CpuWorkload, MeasuresAThroughputWithItsMetrics) {
   EXPECT_LT(o.seconds, 1.5 + 1.0);
 }
 
-TEST(CpuWorkload, TheWarmUpEndsOnceTheQueueRunsDryAndOnlyThen) {
+TEST(CpuWorkload, TheWarmUpEndsOnceTheQueueRunsDryOrStaysFull) {
   // Loader-bound: one worker preprocessing heavily for a 16-wide MLP, so the
   // queue runs dry within a few steps and the warm-up ends at its 0.5 s floor.
   auto opts = quick(3.0);
@@ -52,15 +52,24 @@ TEST(CpuWorkload, TheWarmUpEndsOnceTheQueueRunsDryAndOnlyThen) {
   ASSERT_TRUE(starved.ok()) << starved.reason;
   EXPECT_EQ(starved.metric("warmup_drained"), 1.0);
   EXPECT_LT(*starved.metric("warmup_seconds"), 1.0);
+  EXPECT_EQ(starved.metric("warmup_ahead"), 0.0);
   // Compute-bound: no preprocessing for a 4 x 1024 MLP, each step ~50x the
-  // batch's preparation: the queue never runs dry, so the full warm-up.
+  // batch's preparation: the queue never runs dry; the worker waits on a
+  // full queue, which ends the warm-up at the floor too.
   opts["preprocess_passes"] = I{0};
   opts["width"] = I{1024};
   opts["depth"] = I{4};
   const Outcome ahead = make_cpu(opts)->measure(config(32, 1), TrialContext{});
   ASSERT_TRUE(ahead.ok()) << ahead.reason;
   EXPECT_EQ(ahead.metric("warmup_drained"), 0.0);
-  EXPECT_GE(*ahead.metric("warmup_seconds"), 1.5);
+  EXPECT_EQ(ahead.metric("warmup_ahead"), 1.0);
+  EXPECT_LT(*ahead.metric("warmup_seconds"), 1.0);
+  // Without the rule, the full warm-up.
+  opts["warmup_until_drained"] = false;
+  const Outcome fixed = make_cpu(opts)->measure(config(32, 1), TrialContext{});
+  ASSERT_TRUE(fixed.ok()) << fixed.reason;
+  EXPECT_EQ(fixed.metric("warmup_ahead"), 0.0);
+  EXPECT_GE(*fixed.metric("warmup_seconds"), 1.5);
 }
 
 TEST(CpuWorkload, TrainingLearnsASmallDataset) {

@@ -20,14 +20,15 @@ struct FakePipeline {
   std::function<double(std::int64_t)> step_cores = [](std::int64_t) { return 1.0; };  // threads busy in it
   double busy_share = 0.5;
   std::function<bool(std::int64_t)> starved = [](std::int64_t) { return false; };
+  std::function<bool(std::int64_t)> full = [](std::int64_t) { return false; };  // found its queue full
 
   StepResult step() {
     const double dt = step_seconds(steps);
-    const bool hungry = starved(steps);
+    const bool hungry = starved(steps), ahead = full(steps);
     cpu += dt * step_cores(steps);
     ++steps;
     now += dt;
-    return {10, dt * busy_share, false, hungry};
+    return {10, dt * busy_share, false, hungry, ahead};
   }
   MeasureResult run(const MeasureConfig& c) {
     return measure_steps(c, [this] { return step(); }, [this] { return now; }, [this] { return cpu; });
@@ -128,6 +129,40 @@ TEST(Measure, WaitsWhileTheWorkersStartDoNotEndTheWarmUp) {
   EXPECT_GE(r.warmup_seconds, 1.5);
 }
 
+TEST(Measure, QueuesFoundFullThreeStepsRunningEndTheWarmUpAtItsFloor) {
+  // Compute-bound behind workers that keep ahead: every step after the
+  // queue's capacity finds its queue full.
+  FakePipeline p;
+  p.step_seconds = [](std::int64_t) { return 0.005; };
+  p.full = [](std::int64_t i) { return i >= 8; };
+  MeasureConfig c = config();
+  c.warmup_min_steps = 8;
+  const MeasureResult r = p.run(c);
+  EXPECT_TRUE(r.warmup_ahead);
+  EXPECT_FALSE(r.warmup_drained);
+  EXPECT_GE(r.warmup_seconds, c.warmup_floor_seconds);
+  EXPECT_LT(r.warmup_seconds, c.warmup_floor_seconds + 0.006) << "one step past the floor, not 1.5 s";
+  EXPECT_NEAR(r.throughput, 2000.0, 1e-6);
+}
+
+TEST(Measure, FullQueuesAmongTheFirstStepsOrTwoInARowDoNotEndTheWarmUp) {
+  MeasureConfig c = config();
+  c.warmup_min_steps = 8;
+  // Full only while the first 8 steps take the stock laid up before them.
+  FakePipeline early;
+  early.step_seconds = [](std::int64_t) { return 0.005; };
+  early.full = [](std::int64_t i) { return i < 8; };
+  EXPECT_FALSE(early.run(c).warmup_ahead);
+  EXPECT_GE(early.run(c).warmup_seconds, 1.5);
+  // After them, full on two steps of every three: never kAheadSteps running.
+  FakePipeline spells;
+  spells.step_seconds = [](std::int64_t) { return 0.005; };
+  spells.full = [](std::int64_t i) { return i >= 8 && i % 3 != 0; };
+  const MeasureResult r = spells.run(c);
+  EXPECT_FALSE(r.warmup_ahead);
+  EXPECT_GE(r.warmup_seconds, 1.5);
+}
+
 TEST(Measure, TheDrainRuleCanBeTurnedOff) {
   MeasureConfig c = config();
   c.warmup_min_steps = 8;
@@ -137,6 +172,12 @@ TEST(Measure, TheDrainRuleCanBeTurnedOff) {
   EXPECT_FALSE(r.warmup_drained);
   EXPECT_GE(r.warmup_seconds, 1.5);
   EXPECT_NEAR(r.throughput, 1000.0, 1e-6);
+  FakePipeline ahead;  // and the full queues' rule with it
+  ahead.step_seconds = [](std::int64_t) { return 0.005; };
+  ahead.full = [](std::int64_t i) { return i >= 8; };
+  const MeasureResult a = ahead.run(c);
+  EXPECT_FALSE(a.warmup_ahead);
+  EXPECT_GE(a.warmup_seconds, 1.5);
 }
 
 TEST(Measure, TheVirtualLoaderDrainsItsQueueBeforeItWaits) {
@@ -147,9 +188,15 @@ TEST(Measure, TheVirtualLoaderDrainsItsQueueBeforeItWaits) {
   EXPECT_TRUE(drained.warmup_drained);
   EXPECT_LT(drained.warmup_seconds, 0.6);
   EXPECT_NEAR(drained.throughput, 1000, 1000 * 0.05);
-  const MeasureResult ahead = simulate_measurement(c, 1000, 10, 7, SimulatedLoader{0, 12, 1}, 0.05);
-  EXPECT_FALSE(ahead.warmup_drained) << "a loader that keeps ahead never waits";
-  EXPECT_GE(ahead.warmup_seconds, 1.5);
+  const MeasureResult even = simulate_measurement(c, 1000, 10, 7, SimulatedLoader{0, 12, 1}, 0.05);
+  EXPECT_FALSE(even.warmup_drained) << "a loader that never waits";
+  EXPECT_FALSE(even.warmup_ahead) << "but not shown waiting on full queues";
+  EXPECT_GE(even.warmup_seconds, 1.5);
+  const MeasureResult ahead = simulate_measurement(c, 1000, 10, 7, SimulatedLoader{0, 12, 1, true}, 0.05);
+  EXPECT_FALSE(ahead.warmup_drained);
+  EXPECT_TRUE(ahead.warmup_ahead);
+  EXPECT_LT(ahead.warmup_seconds, 0.6);
+  EXPECT_NEAR(ahead.throughput, 1000, 1000 * 0.05);
 }
 
 TEST(Measure, NoisyStepsHitTheTimeCap) {

@@ -298,7 +298,7 @@ class CudaWorkload final : public Workload {
 
     auto step = [&]() -> StepResult {
       StepResult s;
-      const std::int64_t starved0 = loader.stats().starved;
+      const LoaderStats stats0 = loader.stats();
       for (std::int64_t a = 0; a < k.grad_accum; ++a) {
         std::int64_t samples = 0;
         if (!micro_batch(samples)) {
@@ -320,7 +320,7 @@ class CudaWorkload final : public Workload {
       }
       last_slot = slot;
       if (++steps == 1) peak_used = std::max(peak_used, device_used_bytes());  // cuBLAS may allocate lazily
-      s.starved = loader.stats().starved > starved0;
+      mark_queue_state(stats0, loader.stats(), s);
       return s;
     };
     const MeasureResult r = measure_steps(k.measure, step);
