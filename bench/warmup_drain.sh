@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Does ending the warm-up once the queue is seen drained (warmup_until_drained,
-# the default) cost accuracy? For a few configurations of the embedded cpu
+# Does ending the warm-up once the queue is seen drained or full
+# (warmup_until_drained, the default: the queue found empty, or found full
+# three steps running) cost accuracy? For a few configurations of the embedded cpu
 # default's space, REPS real measurements each of: the drained rule, the
 # fixed 1.5 s warm-up it replaces, and a long reference (3 s warm-up, 12 s
 # cap), interleaved so that the machine's drift hits all three alike.
@@ -29,13 +30,15 @@ configs=(
   '{"batch_size":256,"num_workers":1,"prefetch_factor":4,"pin_memory":false,"precision":"fp32","grad_accum":1}'
   '{"batch_size":128,"num_workers":2,"prefetch_factor":4,"pin_memory":false,"precision":"fp32","grad_accum":1}'
   '{"batch_size":32,"num_workers":2,"prefetch_factor":4,"pin_memory":true,"precision":"fp32","grad_accum":2}'
+  '{"batch_size":256,"num_workers":2,"prefetch_factor":2,"pin_memory":false,"precision":"fp32","grad_accum":1}'
+  '{"batch_size":64,"num_workers":2,"prefetch_factor":4,"pin_memory":false,"precision":"fp32","grad_accum":2}'
 )
-echo "# configuration-index rule throughput measure_seconds warmup_seconds warmup_drained data_wait_fraction" > "$runs"
+echo "# configuration-index rule throughput measure_seconds warmup_seconds warmup_drained data_wait_fraction warmup_ahead" > "$runs"
 for ((i = 0; i < ${#configs[@]}; i++)); do
   for ((r = 0; r < reps; r++)); do
     for rule in drained fixed reference; do
       "$bin" trial -c "$tmp/$rule.yaml" --values "${configs[$i]}" --seed $((r + 1)) 2>/dev/null | tail -1 |
-        python3 -c "import json,sys; d=json.load(sys.stdin); m=d.get('metrics',{}); print($i, '$rule', d.get('throughput',0), m.get('measure_seconds',0), m.get('warmup_seconds',0), m.get('warmup_drained',0), m.get('data_wait_fraction',0))" \
+        python3 -c "import json,sys; d=json.load(sys.stdin); m=d.get('metrics',{}); print($i, '$rule', d.get('throughput',0), m.get('measure_seconds',0), m.get('warmup_seconds',0), m.get('warmup_drained',0), m.get('data_wait_fraction',0), m.get('warmup_ahead',0))" \
         >> "$runs"
     done
   done
@@ -49,8 +52,8 @@ done
 import json, statistics as st, sys
 runs = [l.split() for l in open(sys.argv[1]) if not l.startswith("#")]
 configs = [json.loads(c) for c in sys.argv[2:]]
-print("| configuration | data wait | drained: seconds / warm-up / throughput vs reference | fixed 1.5 s: seconds / warm-up / throughput vs reference | drained / fixed throughput | reference samples/s |")
-print("|---|---|---|---|---|---|")
+print("| configuration | data wait | drained or full: seconds / warm-up / throughput vs reference | ended by | fixed 1.5 s: seconds / warm-up / throughput vs reference | drained / fixed throughput | reference samples/s |")
+print("|---|---|---|---|---|---|---|")
 tot = {"drained": 0.0, "fixed": 0.0}
 for i, c in enumerate(configs):
     rows = {rule: [r for r in runs if int(r[0]) == i and r[1] == rule] for rule in ("drained", "fixed", "reference")}
@@ -65,8 +68,11 @@ for i, c in enumerate(configs):
         medians[rule] = tp
         cells.append(f"{secs:.2f} s / {warm:.2f} s / {tp / ref:.3f}")
     wait = st.median(float(r[6]) for r in rows["reference"])
+    ends = [("empty" if float(r[5]) else "full" if len(r) > 7 and float(r[7]) else "1.5 s") for r in rows["drained"]]
+    ended = ", ".join(f"{k} {ends.count(k)}" for k in ("empty", "full", "1.5 s") if ends.count(k))
+    cells.insert(1, ended)
     name = f"batch {c['batch_size']}, workers {c['num_workers']}, prefetch {c['prefetch_factor']}, pin {str(c['pin_memory']).lower()}, accum {c['grad_accum']}"
-    print(f"| {name} | {wait:.2f} | {cells[0]} | {cells[1]} | {medians['drained'] / medians['fixed']:.3f} | {ref:.0f} |")
+    print(f"| {name} | {wait:.2f} | {cells[0]} | {cells[1]} | {cells[2]} | {medians['drained'] / medians['fixed']:.3f} | {ref:.0f} |")
 print()
 print(f"all measurements: drained {tot['drained']:.1f} s, fixed {tot['fixed']:.1f} s ({tot['drained'] / tot['fixed']:.2f}x)")
 print()

@@ -25,7 +25,12 @@ cuda harness, README "How a trial is measured"):
    ``drained_wait_share``, 0.1, of its step), the loader's queue ran empty:
    the backlog is gone, and the warm-up ends after ``warmup_floor_s`` (0.5)
    instead (``warmup_drained: 1``; ``warmup_until_drained=False`` keeps the
-   full ``warmup_s``).
+   full ``warmup_s``). Through ``batches(loader)`` with a PyTorch DataLoader
+   whose workers it can see into, three steps in a row after those that
+   found every other batch in flight already prepared (the workers idle,
+   waiting for work) end it there too (``warmup_ahead: 1``): the workers
+   keep ahead by their own pace, not on a stock laid up before the first
+   step.
 2. Timed windows of at least ``window_s`` seconds (0.3) and 2 steps each.
 3. Stop when the last 5 windows' throughputs have a relative standard
    deviation at or under ``target_rsd`` (0.02), or when ``max_s`` seconds
@@ -248,6 +253,25 @@ def write_result(result):
     print(text, flush=True)
 
 
+def _workers_idle(it):
+    """Whether a PyTorch multi-worker DataLoader iterator, just after handing
+    out a batch, holds every other batch in flight already prepared: its
+    workers wait for work (the built-in harness's "queue found full").
+    None where it cannot tell (no workers, another loader, another PyTorch)."""
+    try:
+        outstanding = it._tasks_outstanding
+        workers = it._num_workers
+        if not workers or outstanding is None:
+            return None
+        ready = it._data_queue.qsize()  # results not yet taken (NotImplementedError on macOS)
+        ready += sum(1 for v in it._task_info.values() if len(v) == 2)  # arrived out of order
+    except Exception:  # private attributes: best effort only
+        return None
+    # The batch just handed out was replaced by a new task that no worker can
+    # have finished yet: all the others ready is as full as it gets.
+    return outstanding > 1 and ready >= outstanding - 1
+
+
 def _is_cuda_oom(exc):
     torch = _torch()
     oom_type = getattr(getattr(torch, "cuda", None), "OutOfMemoryError", None) if torch else None
@@ -291,6 +315,9 @@ class Meter:
         self._warmup_end = None
         self._drained = False      # steps after the backlog's waited for their batches
         self._waits_in_a_row = 0
+        self._ahead = False        # steps after the backlog's found the workers idle, batches ready
+        self._full_in_a_row = 0
+        self._full = None          # what batch_ready() was told of the step's loader
         self._cpu0 = None
         self._last_end = None      # when the previous step's work ended
         self._ready = None         # when this step's batch arrived
@@ -315,10 +342,14 @@ class Meter:
         if self._start is None:
             self._start = self._last_end = time.perf_counter()
 
-    def batch_ready(self):
-        """The next batch is in hand: the time since the last step ended was data wait."""
+    def batch_ready(self, workers_idle=None):
+        """The next batch is in hand: the time since the last step ended was data wait.
+
+        ``workers_idle``: whether the loader's workers had every other batch
+        in flight prepared (None: unknown), for the warm-up's rule."""
         self.start()
         self._ready = time.perf_counter()
+        self._full = workers_idle
 
     def step_done(self, samples=None):
         """One step (micro-batch) of `samples` samples is done. Returns `done`."""
@@ -333,6 +364,7 @@ class Meter:
         ready = self._ready if self._ready is not None else self._last_end
         wait = max(0.0, ready - self._last_end)
         self._ready = None
+        self._full, full_mark = None, self._full
         r = self.rule
         if not self._warm:
             self._warmup_steps += 1
@@ -344,12 +376,18 @@ class Meter:
             self._waits_in_a_row = self._waits_in_a_row + 1 if waited else 0
             if r["warmup_until_drained"] and self._waits_in_a_row >= 3:
                 self._drained = True
-            long_enough = elapsed >= r["warmup_s"] or (self._drained and elapsed >= r["warmup_floor_s"])
+            full = self._warmup_steps > self.warmup_min_steps and full_mark is True
+            self._full_in_a_row = self._full_in_a_row + 1 if full else 0
+            if r["warmup_until_drained"] and self._full_in_a_row >= 3:
+                self._ahead = True
+            settled = self._drained or self._ahead
+            long_enough = elapsed >= r["warmup_s"] or (settled and elapsed >= r["warmup_floor_s"])
             enough = self._warmup_steps >= self.warmup_min_steps and long_enough
             cut = elapsed >= 0.5 * r["max_s"]
             if enough or cut:
                 self._warmup_complete = enough
                 self._drained = self._drained and enough and elapsed < r["warmup_s"]
+                self._ahead = self._ahead and not self._drained and enough and elapsed < r["warmup_s"]
                 self._warm = True
                 _sync()
                 now = time.perf_counter()
@@ -404,7 +442,7 @@ class Meter:
                 except StopIteration:
                     break
                 got = True
-                self.batch_ready()
+                self.batch_ready(_workers_idle(it) if not self._warm else None)
                 yield batch
                 n = samples(batch) if callable(samples) else samples
                 self.step_done(n if n is not None else _samples_in(batch, self.batch_size))
@@ -443,6 +481,7 @@ class Meter:
         res["warmup_complete"] = 1 if self._warmup_complete and self._warm else 0
         res["warmup_steps"] = self._warmup_steps
         res["warmup_drained"] = 1 if self._drained and self._warm else 0
+        res["warmup_ahead"] = 1 if self._ahead and self._warm else 0
         if self._warmup_end is not None:
             res["warmup_seconds"] = self._warmup_end - self._start
         res["timed_steps"] = self._timed_steps
@@ -531,7 +570,8 @@ def summary(res):
         "compute-bound: the loader keeps up"
     text = (f"autotune_trial: {res['throughput']:.1f} samples/s (spread {100 * res['throughput_rsd']:.1f}% over "
             f"{res['mean_windows']} windows, after {res['warmup_steps']} warm-up steps"
-            f"{' (the queue ran dry)' if res.get('warmup_drained') else ''}; "
+            f"{' (the queue ran dry)' if res.get('warmup_drained') else ''}"
+            f"{' (the workers kept ahead)' if res.get('warmup_ahead') else ''}; "
             f"{'stopped on the spread' if res['stopped_by_rsd'] else 'stopped by the time cap'})\n"
             f"autotune_trial: waiting for data {100 * wait:.0f}% of the time ({bound})")
     if "vram_bytes" in res:

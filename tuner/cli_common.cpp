@@ -90,19 +90,19 @@ bool apply_overrides(Spec& spec, const Overrides& o) {
               << (why.hint.empty() ? "" : " (" + why.hint + ")") << "\n";
     return false;
   };
-  if (!o.strategy.empty()) {
-    auto s = check_strategy(o.strategy);
+  if (o.strategy) {
+    auto s = check_strategy(*o.strategy);
     if (!s.value) return refused("--strategy", s.error);
     spec.search.strategy = *s.value;
   }
-  if (!o.budget.empty()) {
-    auto b = check_budget(o.budget);
+  if (o.budget) {
+    auto b = check_budget(*o.budget);
     if (!b.value) return refused("--budget", b.error);
     if (b.value->trials > 0) spec.search.budget_trials = b.value->trials;
     else spec.search.budget_seconds = b.value->seconds;
   }
-  if (!o.seed.empty()) {
-    auto v = check_seed(o.seed);
+  if (o.seed) {
+    auto v = check_seed(*o.seed);
     if (!v.value) return refused("--seed", v.error);
     spec.search.seed = *v.value;
   }
@@ -116,9 +116,13 @@ bool apply_overrides(Spec& spec, const Overrides& o) {
     if (!c.value) return refused("--confirm", c.error);
     spec.search.confirm = *o.confirm;
   }
-  if (!o.out.empty()) {
-    spec.output.tuned = o.out;
-    std::filesystem::path j = o.out;
+  if (o.out) {
+    if (o.out->empty()) {
+      std::cerr << "--out: expected a path for tuned.yaml, found an empty one\n";
+      return false;
+    }
+    spec.output.tuned = *o.out;
+    std::filesystem::path j = *o.out;
     j.replace_extension(".journal.jsonl");
     spec.output.journal = j;
   }

@@ -28,11 +28,12 @@ std::unique_ptr<Executor> make_executor(const Spec& spec, Workload& workload);
 std::unique_ptr<Executor> make_executor_or_report(const Spec& spec, Workload& workload, const std::string& who);
 
 // Overrides from the command line, applied after loading and re-validated.
+// Given empty (`--seed=`) is given, and refused as the spec's key would be.
 struct Overrides {
-  std::string strategy;
-  std::string budget;   // "40" trials, or a duration ("10m")
-  std::string seed;     // checked as search.seed is
-  std::string out;      // tuned.yaml path; the journal goes beside it
+  std::optional<std::string> strategy;
+  std::optional<std::string> budget;  // "40" trials, or a duration ("10m")
+  std::optional<std::string> seed;    // checked as search.seed is
+  std::optional<std::string> out;     // tuned.yaml path; the journal goes beside it
   std::optional<int> parallel;
   std::optional<int> confirm;
 };

@@ -22,7 +22,7 @@ std::function<int()> add_compare_command(CLI::App& app) {
   struct Args {
     std::string config, strategies = "bo,anneal,random,heuristic", out = "compare", budgets = "15,30,60";
     int repeats = 20, budget = 40;
-    std::string seed;
+    std::optional<std::string> seed;  // `--seed=` is given, and refused
     double race_margin = -1;
     bool until_converged = false;
   };
@@ -70,8 +70,8 @@ std::function<int()> add_compare_command(CLI::App& app) {
     opt.repeats = args->repeats;
     opt.budget = args->budget;
     opt.seed = spec->search.seed;
-    if (!args->seed.empty()) {
-      auto v = check_seed(args->seed);
+    if (args->seed) {
+      auto v = check_seed(*args->seed);
       if (!v.value) {
         std::cerr << "--seed: expected " << v.error.expected << ", found " << v.error.found << "\n";
         return kExitBadInput;

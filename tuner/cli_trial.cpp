@@ -12,6 +12,7 @@
 #include "tuner/cli_common.hpp"
 #include "tuner/journal.hpp"
 #include "tuner/scheduler.hpp"
+#include "tuner/spec_checks.hpp"
 #include "tuner/wire.hpp"
 
 namespace autotune {
@@ -20,14 +21,23 @@ std::function<int()> add_trial_command(CLI::App& app) {
   struct Args {
     std::string config, values;
     int trial = 1;
-    std::optional<std::uint64_t> seed;
+    std::optional<std::string> seed;
   };
   auto args = std::make_shared<Args>();
   app.add_option("--config,-c", args->config, "the space.yaml (workload and space)")->required();
   app.add_option("--values", args->values, "the configuration, as a JSON object")->required();
   app.add_option("--trial", args->trial, "trial number (for logs and seeds)");
-  app.add_option("--seed", args->seed, "the trial's seed")->check(CLI::NonNegativeNumber);
+  app.add_option("--seed", args->seed, "the trial's seed (a non-negative integer)");
   return [args]() -> int {
+    std::optional<std::uint64_t> seed;
+    if (args->seed) {  // checked as search.seed and tune's --seed are
+      auto v = check_seed(*args->seed);
+      if (!v.value) {
+        std::cerr << "--seed: expected " << v.error.expected << ", found " << v.error.found << "\n";
+        return kExitBadInput;
+      }
+      seed = *v.value;
+    }
     auto spec = load_spec_or_report(args->config);
     if (!spec) return kExitBadInput;
     Assignment named;
@@ -47,7 +57,7 @@ std::function<int()> add_trial_command(CLI::App& app) {
     TrialSettings settings = trial_settings(*spec);
     settings.log_root.clear();  // the tuner that started this step keeps the logs
     TrialContext ctx = make_trial_context(settings, args->trial, static_cast<std::uint64_t>(args->trial));
-    if (args->seed) ctx.seed = *args->seed;  // the tuner's seed for this trial
+    if (seed) ctx.seed = *seed;  // the tuner's seed for this trial
     Outcome o;
     try {
       o = workload->measure(spec->space.to_assignment(*config), ctx);

@@ -20,7 +20,7 @@ std::vector<OptionSpec> pipeline_option_specs(const PipelineDefaults& d) {
        "minimum warm-up; it also lasts at least as many steps as the prefetch queue holds", {}, 0.0},
       {"warmup_until_drained", OptionType::boolean, OptionValue{true},
        "end the warm-up after 0.5 s instead of warmup_seconds once a step has found the loader's queue empty "
-       "(the prefetched backlog is gone)"},
+       "(the prefetched backlog is gone), or three steps in a row found it full (the workers keep ahead)"},
       {"window_seconds", OptionType::duration, OptionValue{d.window_seconds}, "minimum length of a timed window", {}, 0.0},
       {"target_rsd", OptionType::number, OptionValue{0.02},
        "stop when the relative spread of the last 5 window throughputs is at or under this", {}, 1e-6, 10.0},
@@ -141,8 +141,8 @@ std::vector<OptionSpec> virtual_clock_option_specs(const std::string& simulated_
   return {
       {"simulated_time", OptionType::boolean, OptionValue{d.on}, simulated_help},
       {"warmup_until_drained", OptionType::boolean, OptionValue{d.warmup_until_drained},
-       "with simulated_time: the harness's warm-up ends early once the virtual queue is drained (as the cpu "
-       "workload's option of that name)"},
+       "with simulated_time: the harness's warm-up ends early once the virtual queue is drained or stays full "
+       "(as the cpu workload's option of that name)"},
       {"startup_seconds", OptionType::duration, OptionValue{d.startup_s}, startup_help, {}, 0.0},
   };
 }

@@ -327,10 +327,36 @@ class RealDataLoader(unittest.TestCase):
             time.sleep(0.004)
         r = meter.result
         self.assertEqual(r["warmup_drained"], 1, r)
+        self.assertEqual(r["warmup_ahead"], 0, r)
         self.assertLess(r["warmup_seconds"], 1.0, r)
         # The same loader's pace over the next 2 s: the backlog is not in the
         # figure (it would read several times faster).
         self.assertAlmostEqual(r["throughput"] / steady_rate(it, 0.004), 1.0, delta=0.15)
+
+    @require_torch
+    def test_a_compute_bound_job_whose_workers_keep_ahead_ends_its_warmup_at_the_floor(self):
+        # 2 workers, 16 samples x 0.1 ms each: a batch ready in ~2 ms against 30 ms
+        # of compute, so the workers sit idle with every batch in flight prepared.
+        # (The DataLoader's hand-over, ~1.4 ms a batch, stays under the drain
+        # rule's 10% of a step: with 15 ms steps it can read as a drain.)
+        loader = DataLoader(SlowLoader(0.0001), batch_size=16, num_workers=2, prefetch_factor=2)
+        it = iter(loader)
+        meter = autotune_trial.Meter(batch_size=16, num_workers=2, prefetch_factor=2)
+        for x, y in meter.batches(it):
+            time.sleep(0.03)
+        r = meter.result
+        self.assertEqual(r["warmup_ahead"], 1, r)
+        self.assertEqual(r["warmup_drained"], 0, r)
+        self.assertLess(r["warmup_seconds"], 1.0, r)
+        self.assertAlmostEqual(r["throughput"] / steady_rate(it, 0.03), 1.0, delta=0.15)
+        # Turned off, the full warm-up; and a loader it cannot see into tells nothing.
+        off = autotune_trial.Meter(batch_size=16, num_workers=2, prefetch_factor=2, warmup_until_drained=False)
+        for x, y in off.batches(it):
+            time.sleep(0.03)
+        self.assertEqual(off.result["warmup_ahead"], 0, off.result)
+        self.assertGreaterEqual(off.result["warmup_seconds"], 1.5, off.result)
+        self.assertIsNone(autotune_trial._workers_idle(iter([1, 2, 3])))
+        self.assertIsNone(autotune_trial._workers_idle(iter(DataLoader(SlowLoader(0), batch_size=4))))
 
     @require_torch
     def test_data_wait_is_high_for_a_slow_loader_inline_and_low_once_workers_keep_up(self):

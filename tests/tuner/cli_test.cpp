@@ -114,7 +114,14 @@ TEST_F(Cli, BadOverridesExitTwo) {
   EXPECT_EQ(run("--config " + spec.string() + " --budget lots").status, 2);
   EXPECT_EQ(run("--config " + spec.string() + " --no-such-flag").status, 2);
   EXPECT_EQ(run("--config " + spec.string() + " --confirm -1").status, 2);
+  EXPECT_EQ(run("--config " + spec.string() + " --seed=").status, 2) << "given empty is not left out";
+  EXPECT_EQ(run("--config " + spec.string() + " --out=").status, 2);
   EXPECT_FALSE(fs::exists(m_dir / "tuned.yaml"));
+  // `autotune trial` checks its seed in the same words as tune's --seed.
+  const std::string values = R"( --values '{"batch_size":32}')";
+  CliRun trial = run("trial -c " + spec.string() + values + " --seed -1");
+  EXPECT_EQ(trial.status, 2);
+  EXPECT_NE(trial.out.find("--seed: expected a non-negative integer, found '-1'"), std::string::npos) << trial.out;
 }
 
 TEST_F(Cli, ConfirmReMeasuresTheBestAfterTheBudget) {

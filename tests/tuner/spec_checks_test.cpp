@@ -169,6 +169,14 @@ TEST(SpecChecks, SeedIsAnyUnsigned64BitInteger) {
   EXPECT_FALSE(minus.ok);
   EXPECT_NE(minus.message.find("--seed: expected a non-negative integer, found '-1'"), std::string::npos)
       << minus.message;
+  // --seed= (given empty) is refused too, not taken as not given.
+  o.seed = "";
+  const Applied empty = apply(o);
+  EXPECT_FALSE(empty.ok);
+  EXPECT_NE(empty.message.find("--seed: expected a non-negative integer"), std::string::npos) << empty.message;
+  Overrides strategy;
+  strategy.strategy = "";
+  EXPECT_FALSE(apply(strategy).ok);
 }
 
 TEST(SpecChecks, IntegerChecksSayWhatWasWrong) {
