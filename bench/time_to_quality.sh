@@ -68,7 +68,8 @@ PY
   echo
   echo "before: the fixed 1.5 s warm-up, every trial measured in full, the whole budget (the rule before issue 15)."
   echo "race: racing inside a trial (margin 0.10, the default); drained: the warm-up ends 0.5 s in once the queue is seen"
-  echo "drained (warmup_until_drained); converged: budget until_converged."
+  echo "drained, or full three steps running (warmup_until_drained; a replayed configuration's queue is full as its"
+  echo "recorded warmup_ahead says, a synthetic one's wherever its loader never waits); converged: budget until_converged."
   echo "seconds: the trials' own (simulated) seconds, summed: start-up, warm-up, timed windows."
   echo "cpu_default's steps scatter so that its windows spread as much as the sweep recorded."
   echo "compare folders: $out"

@@ -22,7 +22,7 @@ std::vector<OptionSpec> pipeline_option_specs(const PipelineDefaults& d) {
        "end the warm-up after 0.5 s instead of warmup_seconds once a step has found the loader's queue empty "
        "(the prefetched backlog is gone), or three steps in a row found it full (the workers keep ahead)"},
       {"window_seconds", OptionType::duration, OptionValue{d.window_seconds}, "minimum length of a timed window", {}, 0.0},
-      {"target_rsd", OptionType::number, OptionValue{0.02},
+      {"target_rsd", OptionType::number, OptionValue{MeasureConfig{}.target_rsd},
        "stop when the relative spread of the last 5 window throughputs is at or under this", {}, 1e-6, 10.0},
       {"max_seconds", OptionType::duration, OptionValue{d.max_seconds},
        "time cap of one measurement (warm-up included)", {}, 0.01},
