@@ -3,8 +3,9 @@
 # (its exhaustive sweep replayed, each recorded level measured again by the
 # harness's rule on a virtual clock) and the four synthetic profiles
 # (simulated_time: the same rule on the model), `autotune compare` with the
-# rule before issue 15 (fixed warm-up, no racing, the whole budget) and with
-# each of its levers (racing, the drained warm-up, the converged stop), SEEDS
+# rule before issue 15 (fixed warm-up, a 2% stop, no racing, the whole budget)
+# and with each of its levers (racing, the drained warm-up, the 5% stop, the
+# converged stop), SEEDS
 # seeds, budget 30. Reports per landscape the median fraction of the optimum
 # at the end, the median seconds until the recommendation reaches 98% of it,
 # and the median seconds a run takes, each variant beside the one before.
@@ -35,10 +36,11 @@ for profile in balanced loader_bound compute_bound memory_tight; do
   specs+=("$profile")
 done
 
-row() {  # landscape variant warm-up flags -> one Markdown row from compare's summary.csv
-  local name=$1 variant=$2 drained=$3; shift 3
-  # The warm-up rule is the workload's option: the spec with it set.
-  sed -e "s/^\(workload: {.*\)}/\1, warmup_until_drained: $drained}/" "$out/$name.yaml" > "$out/$name-$variant.yaml"
+row() {  # landscape variant warm-up stop-spread flags -> one Markdown row from compare's summary.csv
+  local name=$1 variant=$2 drained=$3 spread=$4; shift 4
+  # The warm-up and stopping rules are the workload's options: the spec with them set.
+  sed -e "s/^\(workload: {.*\)}/\1, warmup_until_drained: $drained, target_rsd: $spread}/" "$out/$name.yaml" \
+    > "$out/$name-$variant.yaml"
   "$bin" compare --config "$out/$name-$variant.yaml" --strategies "$strategy" --repeats "$seeds" --budget 30 \
     --budgets 30 "$@" --out "$out/$name-$variant" >/dev/null 2>&1
   python3 - "$out/$name-$variant/summary.csv" "$name" "$variant" "$out/$name-before/summary.csv" <<'PY'
@@ -59,17 +61,20 @@ PY
   echo "| landscape | variant | @30 median | @30 p10 | seconds to 98% (median) | vs before | seconds per run (median) | raced per run |"
   echo "|---|---|---|---|---|---|---|---|"
   for name in "${specs[@]}"; do
-    row "$name" before false
-    row "$name" race false --race 0.10
-    row "$name" drained true
-    row "$name" drained+race true --race 0.10
-    row "$name" drained+race+converged true --race 0.10 --until-converged
+    row "$name" before false 0.02
+    row "$name" race false 0.02 --race 0.10
+    row "$name" drained true 0.02
+    row "$name" stop5 false 0.05
+    row "$name" drained+race+stop5 true 0.05 --race 0.10
+    row "$name" all true 0.05 --race 0.10 --until-converged
   done
   echo
-  echo "before: the fixed 1.5 s warm-up, every trial measured in full, the whole budget (the rule before issue 15)."
+  echo "before: the fixed 1.5 s warm-up, windows until 5 agree within 2%, every trial measured in full, the whole"
+  echo "budget (the rule before issue 15)."
   echo "race: racing inside a trial (margin 0.10, the default); drained: the warm-up ends 0.5 s in once the queue is seen"
   echo "drained, or full three steps running (warmup_until_drained; a replayed configuration's queue is full as its"
-  echo "recorded warmup_ahead says, a synthetic one's wherever its loader never waits); converged: budget until_converged."
+  echo "recorded warmup_ahead says, a synthetic one's wherever its loader never waits); stop5: windows until 5 agree"
+  echo "within 5% (target_rsd 0.05, the default now); converged: budget until_converged; all: every lever."
   echo "seconds: the trials' own (simulated) seconds, summed: start-up, warm-up, timed windows."
   echo "cpu_default's steps scatter so that its windows spread as much as the sweep recorded."
   echo "compare folders: $out"

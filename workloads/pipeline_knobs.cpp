@@ -92,12 +92,13 @@ void add_measure_metrics(const MeasureResult& r, Outcome& o) {
 }
 
 void measure_on_virtual_clock(Outcome& o, const Assignment& config, const TrialContext& ctx, std::uint64_t seed,
-                              double startup_s, bool warmup_until_drained, double window_rsd) {
+                              const VirtualClock& clock, double window_rsd) {
   MeasureConfig c;  // the cpu harness's defaults (pipeline_option_specs)
   c.window_seconds = PipelineDefaults{}.window_seconds;
   c.max_seconds = PipelineDefaults{}.max_seconds;
   c.stop_below = ctx.stop_below;
-  c.warmup_until_drained = warmup_until_drained;
+  c.warmup_until_drained = clock.warmup_until_drained;
+  c.target_rsd = clock.target_rsd;
   const std::int64_t workers = std::max<std::int64_t>(0, config.get_int("num_workers", 0));
   const std::int64_t prefetch = std::max<std::int64_t>(1, config.get_int("prefetch_factor", 2));
   c.warmup_min_steps = batches_before_first_step(workers, prefetch);  // as read_pipeline_knobs
@@ -132,7 +133,7 @@ void measure_on_virtual_clock(Outcome& o, const Assignment& config, const TrialC
   const MeasureResult r = simulate_measurement(c, o.throughput, samples_per_step, seed, loader, step_jitter);
   o.throughput = r.throughput;
   add_measure_metrics(r, o);
-  o.seconds = startup_s + r.elapsed_seconds;
+  o.seconds = clock.startup_s + r.elapsed_seconds;
 }
 
 std::vector<OptionSpec> virtual_clock_option_specs(const std::string& simulated_help,
@@ -144,11 +145,16 @@ std::vector<OptionSpec> virtual_clock_option_specs(const std::string& simulated_
        "with simulated_time: the harness's warm-up ends early once the virtual queue is drained or stays full "
        "(as the cpu workload's option of that name)"},
       {"startup_seconds", OptionType::duration, OptionValue{d.startup_s}, startup_help, {}, 0.0},
+      {"target_rsd", OptionType::number, OptionValue{d.target_rsd},
+       "with simulated_time: the harness's stop on the spread of the last 5 windows (as the cpu workload's option "
+       "of that name)",
+       {}, 1e-6, 10.0},
   };
 }
 
 VirtualClock read_virtual_clock(const Options& o) {
-  return {o.get_bool("simulated_time"), o.get_bool("warmup_until_drained"), o.get_number("startup_seconds")};
+  return {o.get_bool("simulated_time"), o.get_bool("warmup_until_drained"), o.get_number("startup_seconds"),
+          o.get_number("target_rsd")};
 }
 
 std::vector<OptionSpec> model_option_specs(const ModelDefaults& d) {

@@ -77,14 +77,16 @@ void add_measure_metrics(const MeasureResult& r, Outcome& o);
 std::int64_t batches_before_first_step(std::int64_t workers, std::int64_t prefetch);
 
 // How a modelled workload (synthetic, replay) times its trials, from its
-// options simulated_time, warmup_until_drained and startup_seconds.
+// options simulated_time, warmup_until_drained, startup_seconds and
+// target_rsd.
 struct VirtualClock {
   bool on = false;
   bool warmup_until_drained = true;
   double startup_s = 2.0;
+  double target_rsd = MeasureConfig{}.target_rsd;
 };
-// Those three options; `simulated_help` and `startup_help` describe the
-// first and the last as this workload uses them.
+// Those four options; `simulated_help` and `startup_help` describe the
+// first and the third as this workload uses them.
 std::vector<OptionSpec> virtual_clock_option_specs(const std::string& simulated_help,
                                                    const std::string& startup_help);
 VirtualClock read_virtual_clock(const Options& o);
@@ -103,6 +105,6 @@ VirtualClock read_virtual_clock(const Options& o);
 // recorded measurement's spread), by what makes its windows scatter that
 // much.
 void measure_on_virtual_clock(Outcome& o, const Assignment& config, const TrialContext& ctx, std::uint64_t seed,
-                              double startup_s, bool warmup_until_drained, double window_rsd = 0);
+                              const VirtualClock& clock, double window_rsd = 0);
 
 }  // namespace autotune

@@ -144,11 +144,10 @@ class ReplayWorkload final : public Workload {
       // The recorded level, measured again by the harness's rule on a virtual
       // clock (racing included), its windows scattering as recorded; start-up
       // as recorded when the table has it.
-      const double startup = o.seconds > 0 && o.metric("measure_seconds")
-                                 ? std::max(0.0, o.seconds - *o.metric("measure_seconds"))
-                                 : m_clock.startup_s;
-      measure_on_virtual_clock(o, config, ctx, rng(), startup, m_clock.warmup_until_drained,
-                               o.metric("throughput_rsd").value_or(0));
+      VirtualClock clock = m_clock;
+      if (o.seconds > 0 && o.metric("measure_seconds"))
+        clock.startup_s = std::max(0.0, o.seconds - *o.metric("measure_seconds"));
+      measure_on_virtual_clock(o, config, ctx, rng(), clock, o.metric("throughput_rsd").value_or(0));
     }
     return o;
   }

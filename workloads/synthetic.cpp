@@ -128,7 +128,7 @@ class SyntheticWorkload final : public Workload {
       o.throughput *= std::exp(z(rng));  // this run's level: differs run to run
       o.metrics["throughput_rsd"] = m_noise;
     }
-    if (m_clock.on) measure_on_virtual_clock(o, config, ctx, rng(), m_clock.startup_s, m_clock.warmup_until_drained);
+    if (m_clock.on) measure_on_virtual_clock(o, config, ctx, rng(), m_clock);
     return o;
   }
 
