@@ -295,6 +295,15 @@ def steady_rate(it, step_s, seconds=2.0):
     return n / (time.perf_counter() - start)
 
 
+def measured(it, step_s, **rule):
+    """A Meter's result over a 2-worker, prefetch-2 DataLoader iterator whose
+    steps take `step_s` of compute."""
+    meter = autotune_trial.Meter(batch_size=16, num_workers=2, prefetch_factor=2, **rule)
+    for _ in meter.batches(it):
+        time.sleep(step_s)
+    return meter.result
+
+
 class RealDataLoader(unittest.TestCase):
     @require_torch
     def test_throughput_agrees_with_an_independent_count_over_the_same_span(self):
@@ -320,18 +329,19 @@ class RealDataLoader(unittest.TestCase):
     def test_a_loader_bound_job_ends_its_warmup_once_drained_and_reads_the_steady_rate(self):
         # 2 workers, 16 samples x 2 ms each: a batch every ~16 ms against 4 ms of
         # compute. The prefetched batches go in a few steps, then every step waits.
-        loader = DataLoader(SlowLoader(0.002), batch_size=16, num_workers=2, prefetch_factor=2)
-        it = iter(loader)
-        meter = autotune_trial.Meter(batch_size=16, num_workers=2, prefetch_factor=2)
-        for x, y in meter.batches(it):
-            time.sleep(0.004)
-        r = meter.result
-        self.assertEqual(r["warmup_drained"], 1, r)
-        self.assertEqual(r["warmup_ahead"], 0, r)
+        self.ends_early_on_the_steady_rate(0.002, 0.004, "warmup_drained")
+
+    def ends_early_on_the_steady_rate(self, sample_s, step_s, ended_by):
+        """The warm-up ends under 1 s by `ended_by` alone, and the figure is the
+        same loader's pace over the next 2 s, timed by the test: no backlog in it
+        (that would read several times faster). Returns the iterator."""
+        it = iter(DataLoader(SlowLoader(sample_s), batch_size=16, num_workers=2, prefetch_factor=2))
+        r = measured(it, step_s)
+        for rule in ("warmup_drained", "warmup_ahead"):
+            self.assertEqual(r[rule], 1 if rule == ended_by else 0, r)
         self.assertLess(r["warmup_seconds"], 1.0, r)
-        # The same loader's pace over the next 2 s: the backlog is not in the
-        # figure (it would read several times faster).
-        self.assertAlmostEqual(r["throughput"] / steady_rate(it, 0.004), 1.0, delta=0.15)
+        self.assertAlmostEqual(r["throughput"] / steady_rate(it, step_s), 1.0, delta=0.15)
+        return it
 
     @require_torch
     def test_a_compute_bound_job_whose_workers_keep_ahead_ends_its_warmup_at_the_floor(self):
@@ -339,22 +349,11 @@ class RealDataLoader(unittest.TestCase):
         # of compute, so the workers sit idle with every batch in flight prepared.
         # (The DataLoader's hand-over, ~1.4 ms a batch, stays under the drain
         # rule's 10% of a step: with 15 ms steps it can read as a drain.)
-        loader = DataLoader(SlowLoader(0.0001), batch_size=16, num_workers=2, prefetch_factor=2)
-        it = iter(loader)
-        meter = autotune_trial.Meter(batch_size=16, num_workers=2, prefetch_factor=2)
-        for x, y in meter.batches(it):
-            time.sleep(0.03)
-        r = meter.result
-        self.assertEqual(r["warmup_ahead"], 1, r)
-        self.assertEqual(r["warmup_drained"], 0, r)
-        self.assertLess(r["warmup_seconds"], 1.0, r)
-        self.assertAlmostEqual(r["throughput"] / steady_rate(it, 0.03), 1.0, delta=0.15)
+        it = self.ends_early_on_the_steady_rate(0.0001, 0.03, "warmup_ahead")
         # Turned off, the full warm-up; and a loader it cannot see into tells nothing.
-        off = autotune_trial.Meter(batch_size=16, num_workers=2, prefetch_factor=2, warmup_until_drained=False)
-        for x, y in off.batches(it):
-            time.sleep(0.03)
-        self.assertEqual(off.result["warmup_ahead"], 0, off.result)
-        self.assertGreaterEqual(off.result["warmup_seconds"], 1.5, off.result)
+        off = measured(it, 0.03, warmup_until_drained=False)
+        self.assertEqual(off["warmup_ahead"], 0, off)
+        self.assertGreaterEqual(off["warmup_seconds"], 1.5, off)
         self.assertIsNone(autotune_trial._workers_idle(iter([1, 2, 3])))
         self.assertIsNone(autotune_trial._workers_idle(iter(DataLoader(SlowLoader(0), batch_size=4))))
 

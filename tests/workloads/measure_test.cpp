@@ -94,15 +94,29 @@ FakePipeline draining(std::int64_t backlog) {
   return p;
 }
 
+// Compute-bound behind workers that keep ahead: 5 ms steps (2000 samples/s),
+// each from step `first` on finding its queue full.
+FakePipeline keeping_ahead(std::int64_t first) {
+  FakePipeline p;
+  p.step_seconds = [](std::int64_t) { return 0.005; };
+  p.full = [first](std::int64_t i) { return i >= first; };
+  return p;
+}
+
+// The warm-up ended by one step past its floor, not at 1.5 s.
+void expect_floor_ended(const MeasureResult& r, const MeasureConfig& c, double step_seconds) {
+  EXPECT_TRUE(r.warmup_complete);
+  EXPECT_GE(r.warmup_seconds, c.warmup_floor_seconds);
+  EXPECT_LT(r.warmup_seconds, c.warmup_floor_seconds + step_seconds + 1e-3);
+}
+
 TEST(Measure, OnceAStepWaitsForItsDataTheWarmUpEndsAtItsFloor) {
   FakePipeline p = draining(40);  // drained 0.2 s in
   MeasureConfig c = config();
   c.warmup_min_steps = 8;
   const MeasureResult r = p.run(c);
   EXPECT_TRUE(r.warmup_drained);
-  EXPECT_TRUE(r.warmup_complete);
-  EXPECT_GE(r.warmup_seconds, c.warmup_floor_seconds);
-  EXPECT_LT(r.warmup_seconds, c.warmup_floor_seconds + 0.011) << "one step past the floor, not 1.5 s";
+  expect_floor_ended(r, c, 0.01);
   EXPECT_NEAR(r.throughput, 1000.0, 1e-6) << "the pipeline's pace, not the backlog's 2000/s";
 }
 
@@ -130,18 +144,13 @@ TEST(Measure, WaitsWhileTheWorkersStartDoNotEndTheWarmUp) {
 }
 
 TEST(Measure, QueuesFoundFullThreeStepsRunningEndTheWarmUpAtItsFloor) {
-  // Compute-bound behind workers that keep ahead: every step after the
-  // queue's capacity finds its queue full.
-  FakePipeline p;
-  p.step_seconds = [](std::int64_t) { return 0.005; };
-  p.full = [](std::int64_t i) { return i >= 8; };
+  // Every step after the queue's capacity finds its queue full.
   MeasureConfig c = config();
   c.warmup_min_steps = 8;
-  const MeasureResult r = p.run(c);
+  const MeasureResult r = keeping_ahead(8).run(c);
   EXPECT_TRUE(r.warmup_ahead);
   EXPECT_FALSE(r.warmup_drained);
-  EXPECT_GE(r.warmup_seconds, c.warmup_floor_seconds);
-  EXPECT_LT(r.warmup_seconds, c.warmup_floor_seconds + 0.006) << "one step past the floor, not 1.5 s";
+  expect_floor_ended(r, c, 0.005);
   EXPECT_NEAR(r.throughput, 2000.0, 1e-6);
 }
 
@@ -172,10 +181,7 @@ TEST(Measure, TheDrainRuleCanBeTurnedOff) {
   EXPECT_FALSE(r.warmup_drained);
   EXPECT_GE(r.warmup_seconds, 1.5);
   EXPECT_NEAR(r.throughput, 1000.0, 1e-6);
-  FakePipeline ahead;  // and the full queues' rule with it
-  ahead.step_seconds = [](std::int64_t) { return 0.005; };
-  ahead.full = [](std::int64_t i) { return i >= 8; };
-  const MeasureResult a = ahead.run(c);
+  const MeasureResult a = keeping_ahead(8).run(c);  // and the full queues' rule with it
   EXPECT_FALSE(a.warmup_ahead);
   EXPECT_GE(a.warmup_seconds, 1.5);
 }
