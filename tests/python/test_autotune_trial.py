@@ -295,7 +295,7 @@ def steady_rate(it, step_s, seconds=2.0):
     return n / (time.perf_counter() - start)
 
 
-def measured(it, step_s, **rule):
+def measured_loader(it, step_s, **rule):
     """A Meter's result over a 2-worker, prefetch-2 DataLoader iterator whose
     steps take `step_s` of compute."""
     meter = autotune_trial.Meter(batch_size=16, num_workers=2, prefetch_factor=2, **rule)
@@ -336,7 +336,7 @@ class RealDataLoader(unittest.TestCase):
         same loader's pace over the next 2 s, timed by the test: no backlog in it
         (that would read several times faster). Returns the iterator."""
         it = iter(DataLoader(SlowLoader(sample_s), batch_size=16, num_workers=2, prefetch_factor=2))
-        r = measured(it, step_s)
+        r = measured_loader(it, step_s)
         for rule in ("warmup_drained", "warmup_ahead"):
             self.assertEqual(r[rule], 1 if rule == ended_by else 0, r)
         self.assertLess(r["warmup_seconds"], 1.0, r)
@@ -351,7 +351,7 @@ class RealDataLoader(unittest.TestCase):
         # rule's 10% of a step: with 15 ms steps it can read as a drain.)
         it = self.ends_early_on_the_steady_rate(0.0001, 0.03, "warmup_ahead")
         # Turned off, the full warm-up; and a loader it cannot see into tells nothing.
-        off = measured(it, 0.03, warmup_until_drained=False)
+        off = measured_loader(it, 0.03, warmup_until_drained=False)
         self.assertEqual(off["warmup_ahead"], 0, off)
         self.assertGreaterEqual(off["warmup_seconds"], 1.5, off)
         self.assertIsNone(autotune_trial._workers_idle(iter([1, 2, 3])))
