@@ -4,8 +4,17 @@
 #include <cmath>
 #include <fmt/format.h>
 #include <limits>
+#include <utility>
 
 namespace autotune {
+
+namespace {
+// The stop on the windows' spread, for the harness and the virtual clock
+// alike: one default and one range.
+OptionSpec target_rsd_option(std::string help) {
+  return {"target_rsd", OptionType::number, OptionValue{MeasureConfig{}.target_rsd}, std::move(help), {}, 1e-6, 10.0};
+}
+}  // namespace
 
 std::vector<OptionSpec> pipeline_option_specs(const PipelineDefaults& d) {
   using I = std::int64_t;
@@ -22,8 +31,7 @@ std::vector<OptionSpec> pipeline_option_specs(const PipelineDefaults& d) {
        "end the warm-up after 0.5 s instead of warmup_seconds once a step has found the loader's queue empty "
        "(the prefetched backlog is gone), or three steps in a row found it full (the workers keep ahead)"},
       {"window_seconds", OptionType::duration, OptionValue{d.window_seconds}, "minimum length of a timed window", {}, 0.0},
-      {"target_rsd", OptionType::number, OptionValue{MeasureConfig{}.target_rsd},
-       "stop when the relative spread of the last 5 window throughputs is at or under this", {}, 1e-6, 10.0},
+      target_rsd_option("stop when the relative spread of the last 5 window throughputs is at or under this"),
       {"max_seconds", OptionType::duration, OptionValue{d.max_seconds},
        "time cap of one measurement (warm-up included)", {}, 0.01},
       {"seed", OptionType::integer, OptionValue{I{0}}, "seed of the synthetic data, mixed with the trial's"},
@@ -145,10 +153,8 @@ std::vector<OptionSpec> virtual_clock_option_specs(const std::string& simulated_
        "with simulated_time: the harness's warm-up ends early once the virtual queue is drained or stays full "
        "(as the cpu workload's option of that name)"},
       {"startup_seconds", OptionType::duration, OptionValue{d.startup_s}, startup_help, {}, 0.0},
-      {"target_rsd", OptionType::number, OptionValue{d.target_rsd},
-       "with simulated_time: the harness's stop on the spread of the last 5 windows (as the cpu workload's option "
-       "of that name)",
-       {}, 1e-6, 10.0},
+      target_rsd_option("with simulated_time: the harness's stop on the spread of the last 5 windows (as the cpu "
+                        "workload's option of that name)"),
   };
 }
 
