@@ -26,11 +26,16 @@ cuda harness, README "How a trial is measured"):
    the backlog is gone, and the warm-up ends after ``warmup_floor_s`` (0.5)
    instead (``warmup_drained: 1``; ``warmup_until_drained=False`` keeps the
    full ``warmup_s``). Through ``batches(loader)`` with a PyTorch DataLoader
-   whose workers it can see into, three steps in a row after those that
-   found every other batch in flight already prepared (the workers idle,
-   waiting for work) end it there too (``warmup_ahead: 1``): the workers
-   keep ahead by their own pace, not on a stock laid up before the first
-   step.
+   whose workers it can see into, three steps in a row from the second on
+   that found every other batch in flight already prepared (the workers
+   idle, waiting for work) end it there too (``warmup_ahead: 1``): the batch
+   asked for after the previous step was already made, so the workers keep
+   ahead by their own pace, and whatever stock is left cannot inflate the
+   figure; this needs no outlasting of the backlog, which on a job of slow
+   steps and deep queues would take half of ``max_s``. A DataLoader with
+   ``num_workers=0`` loads each batch in the step itself: it has no backlog,
+   and the warm-up ends at the floor after three steps (``warmup_drained:
+   1``), as the built-in harness treats inline loading.
 2. Timed windows of at least ``window_s`` seconds (0.3) and 2 steps each.
 3. Stop when the last 5 windows' throughputs have a relative standard
    deviation at or under ``target_rsd`` (0.05), or when ``max_s`` seconds
@@ -272,6 +277,16 @@ def _workers_idle(it):
     return outstanding > 1 and ready >= outstanding - 1
 
 
+def _inline_loader(it):
+    """Whether `it` is a PyTorch DataLoader iterator that loads each batch in
+    the calling process (num_workers=0): nothing is ever prepared ahead, so
+    there is no backlog for the warm-up to outlast. False where it cannot tell."""
+    try:
+        return it._num_workers == 0 and hasattr(it, "_dataset_fetcher")
+    except Exception:  # private attributes: best effort only
+        return False
+
+
 def _is_cuda_oom(exc):
     torch = _torch()
     oom_type = getattr(getattr(torch, "cuda", None), "OutOfMemoryError", None) if torch else None
@@ -318,6 +333,7 @@ class Meter:
         self._ahead = False        # steps after the backlog's found the workers idle, batches ready
         self._full_in_a_row = 0
         self._full = None          # what batch_ready() was told of the step's loader
+        self._inline = False       # the loader prepares nothing ahead (batch_ready(inline=True))
         self._cpu0 = None
         self._last_end = None      # when the previous step's work ended
         self._ready = None         # when this step's batch arrived
@@ -342,14 +358,17 @@ class Meter:
         if self._start is None:
             self._start = self._last_end = time.perf_counter()
 
-    def batch_ready(self, workers_idle=None):
+    def batch_ready(self, workers_idle=None, inline=False):
         """The next batch is in hand: the time since the last step ended was data wait.
 
         ``workers_idle``: whether the loader's workers had every other batch
-        in flight prepared (None: unknown), for the warm-up's rule."""
+        in flight prepared (None: unknown), for the warm-up's rule.
+        ``inline``: the loader made this batch in this process (a DataLoader
+        with num_workers=0): nothing was prepared ahead, there is no backlog."""
         self.start()
         self._ready = time.perf_counter()
         self._full = workers_idle
+        self._inline = self._inline or inline
 
     def step_done(self, samples=None):
         """One step (micro-batch) of `samples` samples is done. Returns `done`."""
@@ -369,20 +388,28 @@ class Meter:
         if not self._warm:
             self._warmup_steps += 1
             elapsed = now - self._start
+            # An inline loader holds no backlog: every step is its own loading,
+            # as the built-in harness counts num_workers=0 (drained from the start).
+            min_steps = 1 if self._inline else self.warmup_min_steps
             # Three steps in a row: one long wait can be this process descheduled.
             # Only after the steps the backlog holds: before, a wait is the workers starting.
-            waited = (self._warmup_steps > self.warmup_min_steps
-                      and wait > r["drained_wait_share"] * (now - self._last_end))
+            waited = self._inline or (self._warmup_steps > min_steps
+                                      and wait > r["drained_wait_share"] * (now - self._last_end))
             self._waits_in_a_row = self._waits_in_a_row + 1 if waited else 0
             if r["warmup_until_drained"] and self._waits_in_a_row >= 3:
                 self._drained = True
-            full = self._warmup_steps > self.warmup_min_steps and full_mark is True
+            # Workers idle with every other batch ready, from the second step on:
+            # the batch requested after the previous step is then already made,
+            # so the workers keep the trainer's pace by themselves, whatever
+            # backlog is left (which then cannot inflate the figure). Evidence
+            # from this step, not from the backlog: no need to outlast it.
+            full = self._warmup_steps >= 2 and full_mark is True
             self._full_in_a_row = self._full_in_a_row + 1 if full else 0
             if r["warmup_until_drained"] and self._full_in_a_row >= 3:
                 self._ahead = True
             settled = self._drained or self._ahead
             long_enough = elapsed >= r["warmup_s"] or (settled and elapsed >= r["warmup_floor_s"])
-            enough = self._warmup_steps >= self.warmup_min_steps and long_enough
+            enough = self._warmup_steps >= (1 if self._ahead else min_steps) and long_enough
             cut = elapsed >= 0.5 * r["max_s"]
             if enough or cut:
                 self._warmup_complete = enough
@@ -442,7 +469,10 @@ class Meter:
                 except StopIteration:
                     break
                 got = True
-                self.batch_ready(_workers_idle(it) if not self._warm else None)
+                if self._warm:
+                    self.batch_ready()
+                else:
+                    self.batch_ready(_workers_idle(it), inline=_inline_loader(it))
                 yield batch
                 n = samples(batch) if callable(samples) else samples
                 self.step_done(n if n is not None else _samples_in(batch, self.batch_size))

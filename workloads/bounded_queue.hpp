@@ -26,7 +26,9 @@ class BoundedQueue {
   // Blocks while full; false when the queue is (or becomes) closed.
   bool push(T item) {
     std::unique_lock lock(m_mutex);
+    ++m_push_waiting;
     m_not_full.wait(lock, [&] { return m_closed || m_count < m_capacity; });
+    --m_push_waiting;
     if (m_closed) return false;
     m_ring[(m_head + m_count) % m_capacity] = std::move(item);
     ++m_count;
@@ -49,11 +51,12 @@ class BoundedQueue {
   // Blocks while empty; nullopt when the queue is (or becomes) closed.
   // `found_empty`, when given, says whether the queue was empty (and open)
   // when this call looked: whether the caller had to wait for an item;
-  // `found_full` whether it was full: whether a producer was kept waiting.
+  // `found_full` whether it was full with a producer kept waiting in push():
+  // one holding an item made that it had nowhere to put.
   std::optional<T> pop(bool* found_empty = nullptr, bool* found_full = nullptr) {
     std::unique_lock lock(m_mutex);
     if (found_empty) *found_empty = !m_closed && m_count == 0;
-    if (found_full) *found_full = !m_closed && m_count == m_capacity;
+    if (found_full) *found_full = !m_closed && m_count == m_capacity && m_push_waiting > 0;
     m_not_empty.wait(lock, [&] { return m_closed || m_count > 0; });
     if (m_closed) return std::nullopt;
     T item = std::move(m_ring[m_head]);
@@ -82,6 +85,11 @@ class BoundedQueue {
     return m_count;
   }
   std::size_t capacity() const { return m_capacity; }
+  // Producers inside push() now (waiting for room, or about to store).
+  std::size_t producers_waiting() const {
+    std::lock_guard lock(m_mutex);
+    return m_push_waiting;
+  }
 
  private:
   const std::size_t m_capacity;
@@ -91,6 +99,7 @@ class BoundedQueue {
   std::vector<T> m_ring;
   std::size_t m_head = 0;   // index of the oldest item
   std::size_t m_count = 0;  // items held
+  std::size_t m_push_waiting = 0;  // producers inside push()
   bool m_closed = false;
 };
 

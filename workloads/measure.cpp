@@ -24,6 +24,7 @@ double process_cpu_seconds() {
 std::string validate(const MeasureConfig& c) {
   if (!(c.warmup_seconds >= 0)) return "warmup_seconds must be at least 0";
   if (c.warmup_min_steps < 0) return "warmup_min_steps must be at least 0";
+  if (c.ahead_min_steps < 0) return "ahead_min_steps must be at least 0";
   if (!(c.window_seconds >= 0)) return "window_seconds must be at least 0";
   if (c.window_min_steps < 1) return "window_min_steps must be at least 1";
   if (c.rsd_windows < 2) return "rsd_windows must be at least 2";
@@ -75,7 +76,8 @@ MeasureResult measure_steps(const MeasureConfig& c, const std::function<StepResu
     const double now = clock() - start;
     const bool ahead = ahead_streak >= kAheadSteps;
     const bool long_enough = now >= c.warmup_seconds || ((drained || ahead) && now >= c.warmup_floor_seconds);
-    if (r.warmup_steps >= c.warmup_min_steps && long_enough) {
+    // Workers shown keeping ahead need not outlast the stock (see measure.hpp).
+    if (r.warmup_steps >= (ahead ? 0 : c.warmup_min_steps) && long_enough) {
       r.warmup_drained = drained && now < c.warmup_seconds;
       r.warmup_ahead = !drained && ahead && now < c.warmup_seconds;
       break;
@@ -93,7 +95,8 @@ MeasureResult measure_steps(const MeasureConfig& c, const std::function<StepResu
     ++r.warmup_steps;
     const bool settled = c.warmup_until_drained && r.warmup_steps > c.warmup_min_steps;
     if (settled && s.starved) drained = true;
-    ahead_streak = settled && s.ahead ? ahead_streak + 1 : 0;
+    const bool past_first_reads = c.warmup_until_drained && r.warmup_steps > c.ahead_min_steps;
+    ahead_streak = past_first_reads && s.ahead ? ahead_streak + 1 : 0;
   }
   r.warmup_seconds = clock() - start;
   const double timed_wall0 = clock(), timed_cpu0 = cpu_clock();

@@ -16,12 +16,16 @@
 //    never starved (the loader keeps ahead: a backlog cannot inflate its
 //    rate, but nothing in the steps proves the queue is not still draining)
 //    keeps the full `warmup_seconds`, unless it proves the workers keep
-//    ahead: kAheadSteps steps in a row after the first `warmup_min_steps`
-//    each found every queue they read full (`ahead`: its worker was waiting
-//    to push). A full queue after the first steps means that worker pushed
-//    at least as many batches as were taken from it since the first step,
-//    so its pace, not a stock laid up before the first step, feeds the
-//    steps; the warm-up then also ends at the floor (`warmup_ahead`).
+//    ahead: kAheadSteps steps in a row after the first `ahead_min_steps`
+//    (set it to the workers: one read of each queue) each found every queue
+//    they read full with its worker waiting to push a batch it had made
+//    (`ahead`). A queue's first read finds the stock laid up before the
+//    first step; from its second, a worker found waiting has made a batch
+//    since the read before (one round of the workers), so the workers keep
+//    the steps' pace by themselves, and what stock is left cannot inflate
+//    the rate. That needs no outlasting of `warmup_min_steps`, which on slow
+//    steps and deep queues takes half of `max_seconds`: the warm-up ends at
+//    the floor (`warmup_ahead`).
 //    A starved step among the first
 //    `warmup_min_steps` is the workers starting, not the drain. The loader's
 //    queue says whether it was empty, not the time the step spent in it: on
@@ -54,6 +58,7 @@ namespace autotune {
 struct MeasureConfig {
   double warmup_seconds = 1.5;
   std::int64_t warmup_min_steps = 1;
+  std::int64_t ahead_min_steps = 1;   // steps before full queues count as keeping ahead (the workers)
   bool warmup_until_drained = true;
   double warmup_floor_seconds = 0.5;  // the warm-up once the queue is seen drained
   double window_seconds = 0.2;

@@ -69,6 +69,7 @@ std::string read_pipeline_knobs(const Options& opts, const Assignment& config, c
   m.warmup_seconds = opts.get_number("warmup_seconds");
   m.warmup_until_drained = opts.get_bool("warmup_until_drained");
   m.warmup_min_steps = batches_before_first_step(workers, prefetch);
+  m.ahead_min_steps = workers;  // each queue's first read finds the stock (measure.hpp)
   m.window_seconds = opts.get_number("window_seconds");
   m.target_rsd = opts.get_number("target_rsd");
   m.max_seconds = opts.get_number("max_seconds");
@@ -110,6 +111,7 @@ void measure_on_virtual_clock(Outcome& o, const Assignment& config, const TrialC
   const std::int64_t workers = std::max<std::int64_t>(0, config.get_int("num_workers", 0));
   const std::int64_t prefetch = std::max<std::int64_t>(1, config.get_int("prefetch_factor", 2));
   c.warmup_min_steps = batches_before_first_step(workers, prefetch);  // as read_pipeline_knobs
+  c.ahead_min_steps = workers;
   // The loader: the share of a step spent waiting for data (measured, or
   // what the model's busy fraction leaves), and the batches prepared before
   // the first step (the queues plus one in each worker's hands). A recorded

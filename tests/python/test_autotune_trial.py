@@ -295,10 +295,10 @@ def steady_rate(it, step_s, seconds=2.0):
     return n / (time.perf_counter() - start)
 
 
-def measured_loader(it, step_s, **rule):
-    """A Meter's result over a 2-worker, prefetch-2 DataLoader iterator whose
-    steps take `step_s` of compute."""
-    meter = autotune_trial.Meter(batch_size=16, num_workers=2, prefetch_factor=2, **rule)
+def measured_loader(it, step_s, workers=2, prefetch=2, **rule):
+    """A Meter's result over a DataLoader iterator of `workers` workers and
+    `prefetch` (its Params), whose steps take `step_s` of compute."""
+    meter = autotune_trial.Meter(batch_size=16, num_workers=workers, prefetch_factor=prefetch, **rule)
     for _ in meter.batches(it):
         time.sleep(step_s)
     return meter.result
@@ -331,12 +331,14 @@ class RealDataLoader(unittest.TestCase):
         # compute. The prefetched batches go in a few steps, then every step waits.
         self.ends_early_on_the_steady_rate(0.002, 0.004, "warmup_drained")
 
-    def ends_early_on_the_steady_rate(self, sample_s, step_s, ended_by):
+    def ends_early_on_the_steady_rate(self, sample_s, step_s, ended_by, workers=2, prefetch=2):
         """The warm-up ends under 1 s by `ended_by` alone, and the figure is the
         same loader's pace over the next 2 s, timed by the test: no backlog in it
         (that would read several times faster). Returns the iterator."""
-        it = iter(DataLoader(SlowLoader(sample_s), batch_size=16, num_workers=2, prefetch_factor=2))
-        r = measured_loader(it, step_s)
+        loader = (DataLoader(SlowLoader(sample_s), batch_size=16, num_workers=workers, prefetch_factor=prefetch)
+                  if workers else DataLoader(SlowLoader(sample_s), batch_size=16))
+        it = iter(loader)
+        r = measured_loader(it, step_s, workers, prefetch)
         for rule in ("warmup_drained", "warmup_ahead"):
             self.assertEqual(r[rule], 1 if rule == ended_by else 0, r)
         self.assertLess(r["warmup_seconds"], 1.0, r)
@@ -356,6 +358,32 @@ class RealDataLoader(unittest.TestCase):
         self.assertGreaterEqual(off["warmup_seconds"], 1.5, off)
         self.assertIsNone(autotune_trial._workers_idle(iter([1, 2, 3])))
         self.assertIsNone(autotune_trial._workers_idle(iter(DataLoader(SlowLoader(0), batch_size=4))))
+
+    @require_torch
+    def test_workers_idle_end_the_warmup_without_outlasting_a_deep_queue(self):
+        # 2 workers x prefetch 16: 34 batches prepared before the first step,
+        # 1.7 s of 50 ms steps to outlast, more than the whole 1.5 s warm-up.
+        # The workers make a batch in ~2 ms: idle from the second step on.
+        self.ends_early_on_the_steady_rate(0.0001, 0.05, "warmup_ahead", workers=2, prefetch=16)
+
+    @require_torch
+    def test_a_deep_queue_over_a_slow_loader_is_not_taken_as_keeping_ahead(self):
+        # 2 workers x prefetch 8 (18 batches stocked), each batch 16 x 3 ms = 48 ms
+        # per worker, a batch every ~24 ms against 8 ms steps: the stock runs
+        # down by two thirds of a batch a step. The batch asked for after a
+        # step is never ready by the next one, so the workers are never idle;
+        # the warm-up lasts until the stock is gone and the steps wait.
+        self.ends_early_on_the_steady_rate(0.003, 0.008, "warmup_drained", workers=2, prefetch=8)
+
+    @require_torch
+    def test_an_inline_dataloader_has_no_backlog_and_ends_its_warmup_at_the_floor(self):
+        # num_workers=0: each batch is made in the step (16 x 0.5 ms against 20 ms
+        # of compute, so the waits are under the drain rule's 10%): nothing
+        # prepared ahead, as the built-in harness counts inline loading.
+        self.ends_early_on_the_steady_rate(0.0005, 0.02, "warmup_drained", workers=0)
+        self.assertTrue(autotune_trial._inline_loader(iter(DataLoader(SlowLoader(0), batch_size=4))))
+        self.assertFalse(autotune_trial._inline_loader(iter(DataLoader(SlowLoader(0), batch_size=4, num_workers=1))))
+        self.assertFalse(autotune_trial._inline_loader(iter([1, 2, 3])))
 
     @require_torch
     def test_data_wait_is_high_for_a_slow_loader_inline_and_low_once_workers_keep_up(self):

@@ -27,19 +27,27 @@ TEST(BoundedQueue, HoldsAtMostCapacityInFifoOrder) {
   EXPECT_EQ(q.size(), 0u);
 }
 
-TEST(BoundedQueue, PopSaysWhetherItFoundTheQueueEmptyOrFull) {
+TEST(BoundedQueue, PopSaysWhetherItFoundTheQueueEmptyOrFullWithAProducerWaiting) {
   BoundedQueue<int> q(2);
   ASSERT_TRUE(q.try_push(1));
   ASSERT_TRUE(q.try_push(2));
-  bool empty = true, full = false;
+  bool empty = true, full = true;
   EXPECT_EQ(*q.pop(&empty, &full), 1);
   EXPECT_FALSE(empty);
-  EXPECT_TRUE(full) << "two of two held when it looked";
+  EXPECT_FALSE(full) << "two of two held, but no producer kept waiting";
+  ASSERT_TRUE(q.try_push(3));
+  std::thread waiting([&] { q.push(4); });  // full: it waits with its item
+  while (q.producers_waiting() == 0) std::this_thread::yield();
   EXPECT_EQ(*q.pop(&empty, &full), 2);
+  waiting.join();
   EXPECT_FALSE(empty);
-  EXPECT_FALSE(full);
-  std::thread producer([&] { q.push(3); });
+  EXPECT_TRUE(full) << "full, and a producer held an item it had nowhere to put";
+  EXPECT_EQ(q.producers_waiting(), 0U);
   EXPECT_EQ(*q.pop(&empty, &full), 3);
+  EXPECT_FALSE(full);
+  EXPECT_EQ(*q.pop(&empty, &full), 4);
+  std::thread producer([&] { q.push(5); });
+  EXPECT_EQ(*q.pop(&empty, &full), 5);
   producer.join();
   EXPECT_FALSE(full);  // empty or not depends on who came first; never full
 }

@@ -154,10 +154,27 @@ TEST(Measure, QueuesFoundFullThreeStepsRunningEndTheWarmUpAtItsFloor) {
   EXPECT_NEAR(r.throughput, 2000.0, 1e-6);
 }
 
+TEST(Measure, FullQueuesFromTheSecondReadOfEachEndTheWarmUpWithoutOutlastingTheStock) {
+  // 4 workers x prefetch 9: 40 batches laid up before the first step, 2 s of
+  // 50 ms steps to outlast. Each queue's second read (from step 5) finds its
+  // worker waiting with a batch made since: it ends at the floor.
+  MeasureConfig c = config();
+  c.warmup_min_steps = 40;
+  c.ahead_min_steps = 4;
+  FakePipeline p;
+  p.step_seconds = [](std::int64_t) { return 0.05; };
+  p.full = [](std::int64_t) { return true; };
+  const MeasureResult r = p.run(c);
+  EXPECT_TRUE(r.warmup_ahead);
+  expect_floor_ended(r, c, 0.05);
+  EXPECT_LT(r.warmup_steps, 40);
+}
+
 TEST(Measure, FullQueuesAmongTheFirstStepsOrTwoInARowDoNotEndTheWarmUp) {
   MeasureConfig c = config();
   c.warmup_min_steps = 8;
-  // Full only while the first 8 steps take the stock laid up before them.
+  c.ahead_min_steps = 8;
+  // Full only on the first read of each of 8 queues (the stock laid up before them).
   FakePipeline early;
   early.step_seconds = [](std::int64_t) { return 0.005; };
   early.full = [](std::int64_t i) { return i < 8; };
@@ -189,6 +206,7 @@ TEST(Measure, TheDrainRuleCanBeTurnedOff) {
 TEST(Measure, TheVirtualLoaderDrainsItsQueueBeforeItWaits) {
   MeasureConfig c = config();
   c.warmup_min_steps = 3 * (4 + 1);
+  c.ahead_min_steps = 3;
   // 3 workers x prefetch 4 queued; half of each step waits once drained.
   const MeasureResult drained = simulate_measurement(c, 1000, 10, 7, SimulatedLoader{0.5, 12, 1}, 0.05);
   EXPECT_TRUE(drained.warmup_drained);
