@@ -35,7 +35,9 @@ cuda harness, README "How a trial is measured"):
    steps and deep queues would take half of ``max_s``. A DataLoader with
    ``num_workers=0`` loads each batch in the step itself: it has no backlog,
    and the warm-up ends at the floor after three steps (``warmup_drained:
-   1``), as the built-in harness treats inline loading.
+   1``), as the built-in harness treats inline loading (a dataset that
+   prefetches on threads of its own behind such a DataLoader is not seen:
+   give it ``warmup_until_drained=False``).
 2. Timed windows of at least ``window_s`` seconds (0.3) and 2 steps each.
 3. Stop when the last 5 windows' throughputs have a relative standard
    deviation at or under ``target_rsd`` (0.05), or when ``max_s`` seconds
