@@ -470,11 +470,13 @@ class Meter:
                     batch = next(it)
                 except StopIteration:
                     break
-                got = True
                 if self._warm:
                     self.batch_ready()
                 else:
-                    self.batch_ready(_workers_idle(it), inline=_inline_loader(it))
+                    # An iterator's first batch finds the tasks it issued at its
+                    # start, made before it: a stock, not the workers' pace.
+                    self.batch_ready(_workers_idle(it) if got else None, inline=_inline_loader(it))
+                got = True
                 yield batch
                 n = samples(batch) if callable(samples) else samples
                 self.step_done(n if n is not None else _samples_in(batch, self.batch_size))
