@@ -94,11 +94,11 @@ FakePipeline draining(std::int64_t backlog) {
   return p;
 }
 
-// Compute-bound behind workers that keep ahead: 5 ms steps (2000 samples/s),
+// Compute-bound behind workers that keep ahead: steps of step_seconds (5 ms: 2000 samples/s),
 // each from step `first` on finding its queue full.
-FakePipeline keeping_ahead(std::int64_t first) {
+FakePipeline keeping_ahead(std::int64_t first, double step_seconds = 0.005) {
   FakePipeline p;
-  p.step_seconds = [](std::int64_t) { return 0.005; };
+  p.step_seconds = [step_seconds](std::int64_t) { return step_seconds; };
   p.full = [first](std::int64_t i) { return i >= first; };
   return p;
 }
@@ -161,10 +161,7 @@ TEST(Measure, FullQueuesFromTheSecondReadOfEachEndTheWarmUpWithoutOutlastingTheS
   MeasureConfig c = config();
   c.warmup_min_steps = 40;
   c.ahead_min_steps = 4;
-  FakePipeline p;
-  p.step_seconds = [](std::int64_t) { return 0.05; };
-  p.full = [](std::int64_t) { return true; };
-  const MeasureResult r = p.run(c);
+  const MeasureResult r = keeping_ahead(0, 0.05).run(c);
   EXPECT_TRUE(r.warmup_ahead);
   expect_floor_ended(r, c, 0.05);
   EXPECT_LT(r.warmup_steps, 40);
