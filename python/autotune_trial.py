@@ -57,6 +57,16 @@ to standard error as well. A CUDA out-of-memory inside ``with Meter(...)`` is
 reported as ``{"status": "oom", ...}`` and a ``MemoryError`` as ``host_oom``,
 instead of a traceback.
 
+Under ``torch.distributed`` (torchrun, ``accelerate launch``, DeepSpeed: a
+process group of more than one rank is up by the first step), every rank
+measures, but the ranks leave the loop together: every 4 steps they agree
+(one tiny all-reduce) whether rank 0's rule has ended, so no rank is left
+blocked in the gradients' all-reduce by one that stopped a step earlier. Only
+rank 0 writes the result; its ``throughput`` is the job's, rank 0's pace
+times the data-parallel ranks (``world_size``, or ``Meter(...,
+data_parallel_size=N)`` where tensor- or pipeline-parallel ranks share their
+samples), with ``throughput_per_rank`` and ``world_size`` beside it.
+
 Callbacks built on the same meter, defined only where their package imports:
 ``autotune_trial.HFCallback`` (Hugging Face ``Trainer``) and
 ``autotune_trial.LightningCallback`` (Lightning ``Trainer``).
@@ -311,7 +321,8 @@ class Meter:
     for the warm-up); keywords override RULE's values.
     """
 
-    def __init__(self, p=None, *, batch_size=None, num_workers=None, prefetch_factor=None, stop_below=None, **rule):
+    def __init__(self, p=None, *, batch_size=None, num_workers=None, prefetch_factor=None, stop_below=None,
+                 data_parallel_size=None, **rule):
         p = p or {}
         unknown = set(rule) - set(RULE)
         if unknown:
@@ -352,6 +363,12 @@ class Meter:
                 stop_below = 0.0
         self.stop_below = stop_below if stop_below and stop_below > 0 else 0.0
         self._raced = False
+        # Under torch.distributed (see _finish): the ranks' samples summed,
+        # where the rule ended on this rank, and steps counted for _agree().
+        self.data_parallel_size = data_parallel_size
+        self._dist = None
+        self._local_end = None
+        self._steps = 0
 
     # -- marks
 
@@ -376,6 +393,13 @@ class Meter:
         """One step (micro-batch) of `samples` samples is done. Returns `done`."""
         if self.done:
             return True
+        if self._local_end is None:
+            self._step(samples)
+        self._steps += 1
+        self._agree()
+        return self.done
+
+    def _step(self, samples):
         if samples is None:
             samples = self.batch_size
             if not samples:
@@ -445,7 +469,7 @@ class Meter:
             if full and len(rates) >= k and _rsd(rates) <= r["target_rsd"]:
                 self._stopped_by_rsd = True
                 self._finish(now)
-            elif full and self.stop_below and surely_below(all_rates, self.stop_below):
+            elif full and self.stop_below and surely_below(all_rates, self.stop_below / self._ranks_summed()):
                 self._raced = True
                 self._finish(now)
             elif now - self._start >= r["max_s"]:
@@ -488,6 +512,52 @@ class Meter:
     # -- the result
 
     def _finish(self, now, exhausted=False):
+        """The rule's end. Under torch.distributed every rank must leave the
+        loop at the same step (a rank gone mid-step leaves the others blocked
+        in the gradients' all-reduce): the end waits for _agree()."""
+        if self.done:
+            return
+        if self._distributed() is not None and not exhausted:
+            if self._local_end is None:
+                self._local_end = now
+            return
+        self._conclude(now, exhausted)
+
+    def _distributed(self):
+        """(torch.distributed, rank, world size) once a process group of more
+        than one rank is up (never imports torch); None otherwise."""
+        if self._dist is None:
+            torch = _torch()
+            try:
+                d = torch.distributed if torch is not None else None
+                if d is not None and d.is_available() and d.is_initialized() and d.get_world_size() > 1:
+                    self._dist = (d, d.get_rank(), d.get_world_size())
+            except Exception:  # a half-made process group: measure this rank alone
+                return None
+        return self._dist
+
+    def _ranks_summed(self):
+        """The ranks whose samples add up to the job's: data_parallel_size, else the world size."""
+        d = self._distributed()
+        if d is None:
+            return 1
+        return self.data_parallel_size or d[2]
+
+    def _agree(self):
+        """Every _AGREE_EVERY steps, at the same step on every rank: rank 0's
+        rule ending ends the measurement on all of them."""
+        d = self._distributed()
+        if d is None or self.done or self._steps % _AGREE_EVERY:
+            return
+        dist, rank, _ = d
+        torch = _torch()
+        device = torch.device("cuda", torch.cuda.current_device()) if dist.get_backend() == "nccl" else "cpu"
+        flag = torch.tensor([1.0 if rank == 0 and self._local_end is not None else 0.0], device=device)
+        dist.all_reduce(flag, op=dist.ReduceOp.MAX)
+        if flag.item() > 0:
+            self._conclude(self._local_end if self._local_end is not None else time.perf_counter())
+
+    def _conclude(self, now, exhausted=False):
         if self.done:
             return
         self.done = True
@@ -532,17 +602,28 @@ class Meter:
         if _cuda_in_use():
             torch = _torch()
             res["vram_bytes"] = torch.cuda.max_memory_reserved()
+        d = self._distributed()
+        if d is not None:
+            res["world_size"] = d[2]
+            if "throughput" in res:  # this rank's pace; the job moves the data-parallel ranks' sum
+                res["throughput_per_rank"] = res["throughput"]
+                res["throughput"] *= self._ranks_summed()
         self.result = res
 
     def finish(self):
         """Ends the measurement now (if the loop ended first) and returns the result."""
         if not self.done:
-            self._finish(time.perf_counter())
+            self._conclude(self._local_end if self._local_end is not None else time.perf_counter())
         return self.result
 
     def report(self):
-        """Writes the result (see write_result); run by hand, also a summary."""
+        """Writes the result (see write_result); run by hand, also a summary.
+        Under torch.distributed only rank 0 writes: it speaks for the job."""
         res = self.finish()
+        d = self._dist
+        rank = d[1] if d is not None else int(os.environ.get("RANK", "0") or 0)
+        if rank != 0:
+            return res
         write_result(res)
         if "AUTOTUNE_TRIAL" not in os.environ:
             print(summary(res), file=sys.stderr, flush=True)
@@ -566,6 +647,10 @@ class Meter:
             return True
         return False  # any other exception: the traceback, and an `error` trial
 
+
+# Under torch.distributed, the ranks agree on the end every this many steps:
+# one tiny all-reduce (a device sync with NCCL) per 4 steps.
+_AGREE_EVERY = 4
 
 # One-sided 95% Student t quantiles for 1..10 degrees of freedom.
 _T95 = (6.314, 2.920, 2.353, 2.132, 2.015, 1.943, 1.895, 1.860, 1.833, 1.812)

@@ -467,19 +467,66 @@ class Callbacks(unittest.TestCase):
         self.assertGreater(cb.meter.result["throughput"], 4 / 0.003)
 
 
-def tune_in(folder, job, space, timeout=180):
+def tune_in(folder, job, space, timeout=180, command=None):
     """Writes job.py and space.yaml into `folder`, runs autotune there (the
-    helper must come from the trial's own PYTHONPATH) and returns the process."""
+    helper must come from the trial's own PYTHONPATH) and returns the process.
+    `command`: the workload's command line (default: python job.py)."""
     with open(os.path.join(folder, "job.py"), "w") as f:
         f.write(textwrap.dedent(job))
+    command = command or f"{sys.executable} job.py"
     with open(os.path.join(folder, "space.yaml"), "w") as f:
-        f.write(f"workload: {{kind: command, command: '{sys.executable} job.py', timeout: 60s}}\n" + space)
+        f.write(f"workload: {{kind: command, command: '{command}', timeout: 60s}}\n" + space)
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     return subprocess.run([os.environ["AUTOTUNE_BINARY"], "--config", "space.yaml"], cwd=folder, env=env,
                           capture_output=True, text=True, timeout=timeout)
 
 
 class ThroughAutotune(unittest.TestCase):
+    @require_torch
+    def test_a_two_rank_ddp_job_from_a_shell_line_ends_every_rank_at_the_same_step(self):
+        # Two data-parallel ranks (gloo) started by a shell line, as torchrun
+        # does. Rank 1's own rule would run to 2 s, rank 0's ends at 1 s: a rank
+        # that leaves the loop alone leaves the other blocked in the gradients'
+        # all-reduce ("Connection closed by peer", or a hang under NCCL).
+        if not os.environ.get("AUTOTUNE_BINARY"):
+            self.skipTest("AUTOTUNE_BINARY not set (ctest sets it)")
+        import socket
+        with socket.socket() as sock:
+            sock.bind(("127.0.0.1", 0))
+            port = sock.getsockname()[1]
+        ranks = " ".join(f"RANK={r} WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT={port} {sys.executable} job.py"
+                         f" & r{r}=$!;" for r in (0, 1))
+        with tempfile.TemporaryDirectory() as d:
+            p = tune_in(d, """
+                    import time, torch, torch.distributed as dist
+                    import autotune_trial
+                    p = autotune_trial.params(batch_size=16)
+                    dist.init_process_group("gloo")
+                    model = torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(32, 4))
+                    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+                    def batches():
+                        while True:
+                            yield torch.randn(p.batch_size, 32)
+                    cap = 1.0 if dist.get_rank() == 0 else 2.0
+                    with autotune_trial.Meter(p, warmup_s=0.2, max_s=cap, target_rsd=1e-9) as m:
+                        for x in m.batches(batches()):
+                            time.sleep(0.002)
+                            loss = model(x).sum()
+                            opt.zero_grad()
+                            loss.backward()
+                            opt.step()
+                    dist.destroy_process_group()
+                """, "space:\n  batch_size: [16]\nsearch: {strategy: grid}\n", timeout=120,
+                command=ranks + " wait $r0 && wait $r1")
+            self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+            with open(os.path.join(d, "tuned.journal.jsonl")) as f:
+                finished = [json.loads(line) for line in f if '"finish"' in line]
+            self.assertEqual([t["status"] for t in finished], ["ok"], finished)
+            m = finished[0]["metrics"]
+            self.assertEqual(m["world_size"], 2, m)
+            self.assertAlmostEqual(finished[0]["throughput"], 2 * m["throughput_per_rank"], delta=1e-6)
+            self.assertLess(m["measure_seconds"], 1.5, "rank 0's rule ended both")
+
     def test_a_command_trial_imports_the_helper_with_no_install_step(self):
         if not os.environ.get("AUTOTUNE_BINARY"):
             self.skipTest("AUTOTUNE_BINARY not set (ctest sets it)")
