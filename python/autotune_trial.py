@@ -65,7 +65,9 @@ blocked in the gradients' all-reduce by one that stopped a step earlier. Only
 rank 0 writes the result; its ``throughput`` is the job's, rank 0's pace
 times the data-parallel ranks (``world_size``, or ``Meter(...,
 data_parallel_size=N)`` where tensor- or pipeline-parallel ranks share their
-samples), with ``throughput_per_rank`` and ``world_size`` beside it.
+samples), with ``throughput_per_rank`` and ``world_size`` beside it; its
+``ram_bytes`` counts the ranks on its node (``LOCAL_WORLD_SIZE``, which
+torchrun sets) as rank 0's process tree each.
 
 Callbacks built on the same meter, defined only where their package imports:
 ``autotune_trial.HFCallback`` (Hugging Face ``Trainer``) and
@@ -218,6 +220,13 @@ def host_bytes():
 
 def _torch():
     return sys.modules.get("torch")
+
+
+def _int_env(name):
+    try:
+        return int(os.environ.get(name, "0") or 0)
+    except ValueError:
+        return 0
 
 
 def _cuda_in_use():
@@ -608,6 +617,11 @@ class Meter:
             if "throughput" in res:  # this rank's pace; the job moves the data-parallel ranks' sum
                 res["throughput_per_rank"] = res["throughput"]
                 res["throughput"] *= self._ranks_summed()
+            # The ranks on this node share its memory (torchrun says how many).
+            local = _int_env("LOCAL_WORLD_SIZE")
+            if ram and local > 1:
+                res["ram_bytes_per_rank"] = ram
+                res["ram_bytes"] = ram * local
         self.result = res
 
     def finish(self):
@@ -621,7 +635,7 @@ class Meter:
         Under torch.distributed only rank 0 writes: it speaks for the job."""
         res = self.finish()
         d = self._dist
-        rank = d[1] if d is not None else int(os.environ.get("RANK", "0") or 0)
+        rank = d[1] if d is not None else _int_env("RANK")
         if rank != 0:
             return res
         write_result(res)

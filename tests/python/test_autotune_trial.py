@@ -494,7 +494,8 @@ class ThroughAutotune(unittest.TestCase):
         with socket.socket() as sock:
             sock.bind(("127.0.0.1", 0))
             port = sock.getsockname()[1]
-        ranks = " ".join(f"RANK={r} WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT={port} {sys.executable} job.py"
+        ranks = " ".join(f"RANK={r} WORLD_SIZE=2 LOCAL_WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT={port} "
+                         f"{sys.executable} job.py"
                          f" & r{r}=$!;" for r in (0, 1))
         with tempfile.TemporaryDirectory() as d:
             p = tune_in(d, """
@@ -526,6 +527,7 @@ class ThroughAutotune(unittest.TestCase):
             self.assertEqual(m["world_size"], 2, m)
             self.assertAlmostEqual(finished[0]["throughput"], 2 * m["throughput_per_rank"], delta=1e-6)
             self.assertLess(m["measure_seconds"], 1.5, "rank 0's rule ended both")
+            self.assertAlmostEqual(m["ram_bytes"], 2 * m["ram_bytes_per_rank"], delta=1e-6)
 
     def test_a_command_trial_imports_the_helper_with_no_install_step(self):
         if not os.environ.get("AUTOTUNE_BINARY"):
