@@ -65,7 +65,9 @@ blocked in the gradients' all-reduce by one that stopped a step earlier. Only
 rank 0 writes the result; its ``throughput`` is the job's, rank 0's pace
 times the data-parallel ranks (``world_size``, or ``Meter(...,
 data_parallel_size=N)`` where tensor- or pipeline-parallel ranks share their
-samples), with ``throughput_per_rank`` and ``world_size`` beside it; its
+samples), with ``throughput_per_rank`` and ``world_size`` beside it (a
+rank's out-of-memory is still written as ``oom``, and its exception goes on
+so that the launcher stops the other ranks); its
 ``ram_bytes`` counts the ranks on its node (``LOCAL_WORLD_SIZE``, which
 torchrun sets) as rank 0's process tree each.
 
@@ -653,12 +655,17 @@ class Meter:
         if exc is None:
             self.report()
             return False
+        # A memory failure is written as its status. Alone, the script then
+        # ends cleanly; under torch.distributed the exception goes on, so the
+        # rank exits non-zero and the launcher (torchrun) stops the other ranks,
+        # which would otherwise wait in their next collective until a timeout.
+        alone = self._distributed() is None
         if _is_cuda_oom(exc):
             write_result({"status": "oom", "reason": str(exc).splitlines()[0] if str(exc) else "CUDA out of memory"})
-            return True
+            return alone
         if isinstance(exc, MemoryError):
             write_result({"status": "host_oom", "reason": f"MemoryError: {exc}"})
-            return True
+            return alone
         return False  # any other exception: the traceback, and an `error` trial
 
 

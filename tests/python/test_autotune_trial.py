@@ -510,19 +510,29 @@ class ThroughAutotune(unittest.TestCase):
                             yield torch.randn(p.batch_size, 32)
                     cap = 1.0 if dist.get_rank() == 0 else 2.0
                     with autotune_trial.Meter(p, warmup_s=0.2, max_s=cap, target_rsd=1e-9) as m:
-                        for x in m.batches(batches()):
+                        for i, x in enumerate(m.batches(batches())):
+                            if p.batch_size > 16 and dist.get_rank() == 1 and i == 20:
+                                raise RuntimeError("CUDA out of memory. Tried to allocate 2.00 GiB")
                             time.sleep(0.002)
                             loss = model(x).sum()
                             opt.zero_grad()
                             loss.backward()
                             opt.step()
                     dist.destroy_process_group()
-                """, "space:\n  batch_size: [16]\nsearch: {strategy: grid}\n", timeout=120,
-                command=ranks + " wait $r0 && wait $r1")
+                """, "space:\n  batch_size: [16, 32]\nsearch: {strategy: grid}\n", timeout=120,
+                command=ranks + " wait $r0; a=$?; wait $r1; b=$?; echo ranks exited $a $b >&2; exit $((a | b))")
             self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
             with open(os.path.join(d, "tuned.journal.jsonl")) as f:
                 finished = [json.loads(line) for line in f if '"finish"' in line]
-            self.assertEqual([t["status"] for t in finished], ["ok"], finished)
+            # Batch 32: rank 1 runs out of memory at step 20. The trial is an
+            # `oom`, and that rank exits non-zero (a launcher then stops the rest).
+            self.assertEqual([t["status"] for t in finished], ["ok", "oom"], finished)
+            self.assertIn("CUDA out of memory", finished[1]["reason"])
+            with open(os.path.join(d, "tuned.journal.trials", "trial-2", "stderr.txt")) as f:
+                exits = [line.split()[2:] for line in f if line.startswith("ranks exited")]
+            self.assertEqual(len(exits), 1)
+            self.assertNotEqual(exits[0][1], "0", "the rank out of memory exits non-zero")
+            finished = finished[:1]
             m = finished[0]["metrics"]
             self.assertEqual(m["world_size"], 2, m)
             self.assertAlmostEqual(finished[0]["throughput"], 2 * m["throughput_per_rank"], delta=1e-6)
