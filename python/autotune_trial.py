@@ -69,7 +69,9 @@ samples), with ``throughput_per_rank`` and ``world_size`` beside it (a
 rank's out-of-memory is still written as ``oom``, and its exception goes on
 so that the launcher stops the other ranks); its
 ``ram_bytes`` counts the ranks on its node (``LOCAL_WORLD_SIZE``, which
-torchrun sets) as rank 0's process tree each.
+torchrun sets, or Open MPI's ``OMPI_COMM_WORLD_LOCAL_SIZE``) as rank 0's
+process tree each. Every rank must run the meter and mark the same steps: a
+meter on rank 0 alone would wait at its first agreement for the others.
 
 Callbacks built on the same meter, defined only where their package imports:
 ``autotune_trial.HFCallback`` (Hugging Face ``Trainer``) and
@@ -379,6 +381,7 @@ class Meter:
         self.data_parallel_size = data_parallel_size
         self._dist = None
         self._local_end = None
+        self._local_times = None   # os.times() at _local_end
         self._steps = 0
 
     # -- marks
@@ -528,9 +531,11 @@ class Meter:
         in the gradients' all-reduce): the end waits for _agree()."""
         if self.done:
             return
-        if self._distributed() is not None and not exhausted:
-            if self._local_end is None:
-                self._local_end = now
+        if self._local_end is not None:  # the rule had ended here first: that end stands
+            now, exhausted = self._local_end, False
+        elif self._distributed() is not None and not exhausted:
+            self._local_end = now
+            self._local_times = os.times()
             return
         self._conclude(now, exhausted)
 
@@ -562,7 +567,13 @@ class Meter:
             return
         dist, rank, _ = d
         torch = _torch()
-        device = torch.device("cuda", torch.cuda.current_device()) if dist.get_backend() == "nccl" else "cpu"
+        device = "cpu"
+        if dist.get_backend() == "nccl":
+            # This rank's GPU: LOCAL_RANK where it names a visible device (many
+            # scripts never call set_device, so current_device() would be 0 on
+            # every rank, which NCCL refuses), else the current device.
+            local = _int_env("LOCAL_RANK")
+            device = torch.device("cuda", local if local < torch.cuda.device_count() else torch.cuda.current_device())
         flag = torch.tensor([1.0 if rank == 0 and self._local_end is not None else 0.0], device=device)
         dist.all_reduce(flag, op=dist.ReduceOp.MAX)
         if flag.item() > 0:
@@ -604,7 +615,7 @@ class Meter:
         if exhausted:
             res["loader_exhausted"] = 1
         if self._cpu0 is not None and self._warmup_end is not None and now > self._warmup_end:
-            t = os.times()
+            t = self._local_times if self._local_times is not None else os.times()
             cpu = (t.user + t.system) - (self._cpu0.user + self._cpu0.system)
             res["cpu_cores"] = cpu / (now - self._warmup_end)
         ram = host_bytes()
@@ -620,7 +631,7 @@ class Meter:
                 res["throughput_per_rank"] = res["throughput"]
                 res["throughput"] *= self._ranks_summed()
             # The ranks on this node share its memory (torchrun says how many).
-            local = _int_env("LOCAL_WORLD_SIZE")
+            local = _int_env("LOCAL_WORLD_SIZE") or _int_env("OMPI_COMM_WORLD_LOCAL_SIZE")
             if ram and local > 1:
                 res["ram_bytes_per_rank"] = ram
                 res["ram_bytes"] = ram * local
