@@ -531,9 +531,7 @@ class Meter:
         in the gradients' all-reduce): the end waits for _agree()."""
         if self.done:
             return
-        if self._local_end is not None:  # the rule had ended here first: that end stands
-            now, exhausted = self._local_end, False
-        elif self._distributed() is not None and not exhausted:
+        if self._local_end is None and self._distributed() is not None and not exhausted:
             self._local_end = now
             self._local_times = os.times()
             return
@@ -577,11 +575,15 @@ class Meter:
         flag = torch.tensor([1.0 if rank == 0 and self._local_end is not None else 0.0], device=device)
         dist.all_reduce(flag, op=dist.ReduceOp.MAX)
         if flag.item() > 0:
-            self._conclude(self._local_end if self._local_end is not None else time.perf_counter())
+            self._conclude(time.perf_counter())
 
     def _conclude(self, now, exhausted=False):
+        """The result, as of `now`; where the rule had ended on this rank first
+        (_local_end), as of that end, whatever came after it."""
         if self.done:
             return
+        if self._local_end is not None:
+            now, exhausted = self._local_end, False
         self.done = True
         r = self.rule
         k = r["rsd_windows"]
@@ -640,7 +642,7 @@ class Meter:
     def finish(self):
         """Ends the measurement now (if the loop ended first) and returns the result."""
         if not self.done:
-            self._conclude(self._local_end if self._local_end is not None else time.perf_counter())
+            self._conclude(time.perf_counter())
         return self.result
 
     def report(self):
