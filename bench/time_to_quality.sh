@@ -6,7 +6,9 @@
 # rule before issue 15 (fixed warm-up, a 2% stop, no racing, the whole budget)
 # and with each of its levers (racing, the drained warm-up, the 5% stop, the
 # converged stop), SEEDS
-# seeds, budget 30. Reports per landscape the median fraction of the optimum
+# seeds, budget 30. Also the cuda workload's sweep on an H100 (bench/gpu,
+# configs/replay_h100.yaml) where it is in bench/results; LANDSCAPES="a b"
+# picks landscapes by name. Reports per landscape the median fraction of the optimum
 # at the end, the median seconds until the recommendation reaches 98% of it,
 # and the median seconds a run takes, each variant beside the one before.
 #   bench/time_to_quality.sh [SWEEP_CSV] [SUMMARY_MD] [SEEDS] [STRATEGY]
@@ -29,6 +31,12 @@ if [ -f "$sweep" ]; then
   sed -e "s|^workload:.*|workload: {kind: replay, file: $(realpath "$sweep"), simulated_time: true}|" \
       configs/default_cpu.yaml > "$out/cpu_default.yaml"
   specs+=(cpu_default)
+fi
+# The cuda workload's exhaustive sweep on an H100 (bench/gpu), replayed the same way.
+h100=bench/results/gpu-h100-sxm/gpu_sweep.csv
+if [ -f "$h100" ]; then
+  sed -e "s|file: ../bench/results/gpu-h100-sxm/gpu_sweep.csv|file: $(realpath "$h100")|" configs/replay_h100.yaml > "$out/h100_cuda.yaml"
+  specs+=(h100_cuda)
 fi
 for profile in balanced loader_bound compute_bound memory_tight; do
   sed -e "s/profile: balanced/profile: $profile/" -e "s/seed: 3}/seed: 3, simulated_time: true}/" \
@@ -61,6 +69,8 @@ PY
   echo "| landscape | variant | @30 median | @30 p10 | seconds to 98% (median) | vs before | seconds per run (median) | raced per run |"
   echo "|---|---|---|---|---|---|---|---|"
   for name in "${specs[@]}"; do
+    # LANDSCAPES="h100_cuda cpu_default" runs only those.
+    [ -z "${LANDSCAPES:-}" ] || [[ " $LANDSCAPES " == *" $name "* ]] || continue
     row "$name" before false 0.02
     row "$name" race false 0.02 --race 0.10
     row "$name" drained true 0.02

@@ -72,7 +72,7 @@ std::function<int()> add_sweep_command(CLI::App& app) {
 
     // Trial k (1-based) is configuration (k-1) / repeats of the grid.
     const int total = static_cast<int>(n) * args->repeats;
-    int submitted = 0, finished = 0;
+    int submitted = 0, finished = 0, cut = 0;
     std::string failure;
     while (failure.empty()) {
       while (!interrupted() && scheduler.has_room() && submitted < total) {
@@ -83,6 +83,10 @@ std::function<int()> add_sweep_command(CLI::App& app) {
       auto d = scheduler.wait_any(std::chrono::milliseconds(100));
       if (!d) continue;
       const Outcome& o = d->outcome;
+      if (cut_short_by_interrupt(o)) {
+        ++cut;
+        continue;  // killed by our own stop: not a measurement of this configuration
+      }
       std::vector<std::string> row;
       for (const auto& [name, v] : d->config.items()) row.push_back(to_string(v));
       row.push_back(std::string(to_string(o.status)));
@@ -107,7 +111,8 @@ std::function<int()> add_sweep_command(CLI::App& app) {
       return kExitToolFailure;
     }
     if (interrupted()) {
-      std::cerr << "sweep: interrupted; the rows measured so far are in " << partial << "\n";
+      std::cerr << "sweep: interrupted; the rows measured so far are in " << partial
+                << (cut > 0 ? fmt::format(" ({} trial{} cut short left out)", cut, cut == 1 ? "" : "s") : "") << "\n";
       return kExitInterrupted;
     }
     std::filesystem::rename(partial, args->out);

@@ -21,4 +21,8 @@ bool interrupted() { return g_interrupted != 0; }
 void request_interrupt() { g_interrupted = 1; }
 void clear_interrupt() { g_interrupted = 0; }
 
+bool cut_short_by_interrupt(const Outcome& o) {
+  return interrupted() && !o.ok() && (o.status == Status::timeout || o.status == Status::crash);
+}
+
 }  // namespace autotune

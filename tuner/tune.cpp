@@ -20,12 +20,6 @@ namespace {
 using Clock = std::chrono::steady_clock;
 constexpr std::chrono::milliseconds kPoll{100};  // how often the interrupt flag and the clock are looked at
 
-// A trial killed by our own Ctrl-C says nothing about its configuration: it
-// is run again on --resume rather than recorded as a failure.
-bool cut_short_by_interrupt(const Outcome& o) {
-  return interrupted() && !o.ok() && (o.status == Status::timeout || o.status == Status::crash);
-}
-
 // One run of the loop: the study it fills, the journal it writes, the
 // scheduler it measures with.
 class TuningRun {

@@ -7,6 +7,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <array>
+#include <functional>
 #include <map>
 
 #include <nlohmann/json.hpp>
@@ -70,6 +71,25 @@ class Cli : public ::testing::Test {
     std::size_t n = 0;
     for (std::string l; std::getline(in, l);) n += l.find("\"type\":\"finish\"") != std::string::npos;
     return n;
+  }
+  // Polls until `done` holds (an event: a file, a journal line), for at most a minute.
+  static bool wait_until(const std::function<bool()>& done) {
+    const auto limit = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (!done()) {
+      if (std::chrono::steady_clock::now() > limit) return false;
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    return true;
+  }
+  // Starts autotune with `args` through sh, its output discarded; its pid.
+  static pid_t spawn(const std::string& args) {
+    const std::string cmd = std::string(AUTOTUNE_BINARY) + " " + args;
+    pid_t pid = ::fork();
+    if (pid == 0) {
+      ::execl("/bin/sh", "sh", "-c", ("exec " + cmd).c_str(), nullptr);
+      ::_exit(127);
+    }
+    return pid;
   }
   fs::path m_dir;
 };
@@ -176,13 +196,8 @@ TEST_F(Cli, OverridesAndResumeContinueWithoutRerunning) {
 
 TEST_F(Cli, CtrlCWritesTheBestSoFarAndExits130) {
   auto spec = write("space.yaml", synthetic_spec("400", ", trial_seconds: 0.1"));
-  const std::string cmd = std::string(AUTOTUNE_BINARY) + " --config " + spec.string() + " --quiet";
-  pid_t pid = ::fork();
-  if (pid == 0) {
-    ::execl("/bin/sh", "sh", "-c", ("exec " + cmd + " >/dev/null 2>&1").c_str(), nullptr);
-    ::_exit(127);
-  }
-  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  pid_t pid = spawn("--config " + spec.string() + " --quiet >/dev/null 2>&1");
+  ASSERT_TRUE(wait_until([&] { return count_finished(m_dir / "tuned.journal.jsonl") >= 3; }));
   ::kill(pid, SIGINT);
   int st = 0;
   ::waitpid(pid, &st, 0);
@@ -198,13 +213,8 @@ TEST_F(Cli, CtrlCWritesTheBestSoFarAndExits130) {
 TEST_F(Cli, SigkilledTunerResumesWithoutLosingOrRepeatingTrials) {
   // Trials in child processes (the default isolation), each taking 0.15 s.
   auto spec = write("space.yaml", synthetic_spec("24", ", trial_seconds: 0.15"));
-  const std::string cmd = std::string(AUTOTUNE_BINARY) + " --config " + spec.string() + " --quiet";
-  pid_t pid = ::fork();
-  if (pid == 0) {
-    ::execl("/bin/sh", "sh", "-c", ("exec " + cmd + " >/dev/null 2>&1").c_str(), nullptr);
-    ::_exit(127);
-  }
-  std::this_thread::sleep_for(std::chrono::milliseconds(1200));
+  pid_t pid = spawn("--config " + spec.string() + " --quiet >/dev/null 2>&1");
+  ASSERT_TRUE(wait_until([&] { return count_finished(m_dir / "tuned.journal.jsonl") >= 2; }));
   ::kill(pid, SIGKILL);
   int st = 0;
   ::waitpid(pid, &st, 0);
@@ -253,6 +263,37 @@ TEST_F(Cli, SweepRecordsATableThatReplayReads) {
   CliRun r = run("--config " + replay.string() + " --quiet");
   ASSERT_EQ(r.status, 0) << r.out;
   EXPECT_EQ(YAML::LoadFile((m_dir / "replayed.yaml").string())["search"]["ok"].as<int>(), 180);
+}
+
+// A sweep stopped while a trial runs keeps the rows measured and leaves out
+// the trial its own stop killed: a replay of the partial table must not read
+// a `timeout` into a configuration that was never measured (seen on a GPU
+// sweep cut by `timeout`: its last row was a 0.9 s "timeout").
+TEST_F(Cli, AnInterruptedSweepLeavesOutTheTrialItsStopCutShort) {
+  const auto started = m_dir / "slow.pid";
+  auto spec = write("space.yaml",
+                    "workload: {kind: command, timeout: 300s, command: \"if [ {x} = 1 ]; then echo '{\\\"throughput\\\": 5}'; "
+                    "else echo $$ > " + started.string() + "; exec sleep 1000; fi\"}\n"
+                    "space:\n  x: {values: [1, 2]}\n"
+                    "search: {strategy: grid, budget: 2}\n");
+  const auto csv = m_dir / "table.csv";
+  const auto err = m_dir / "err.txt";
+  pid_t pid = spawn("sweep --config " + spec.string() + " --out " + csv.string() + " 2>" + err.string());
+  ASSERT_TRUE(wait_until([&] { return fs::exists(started) && fs::file_size(started) > 0; }));
+  ::kill(pid, SIGTERM);
+  int st = 0;
+  ::waitpid(pid, &st, 0);
+  ASSERT_TRUE(WIFEXITED(st));
+  EXPECT_EQ(WEXITSTATUS(st), 130);
+  EXPECT_FALSE(fs::exists(csv));
+  std::ifstream in(csv.string() + ".partial");
+  std::vector<std::string> lines;
+  for (std::string l; std::getline(in, l);) lines.push_back(l);
+  ASSERT_EQ(lines.size(), 2u) << "expected the header and x=1's row";
+  EXPECT_EQ(lines[1].rfind("1,ok,5", 0), 0u) << lines[1];
+  std::ifstream e(err);
+  const std::string said((std::istreambuf_iterator<char>(e)), std::istreambuf_iterator<char>());
+  EXPECT_NE(said.find("1 trial cut short left out"), std::string::npos) << said;
 }
 
 }  // namespace
