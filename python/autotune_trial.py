@@ -226,6 +226,20 @@ def _torch():
     return sys.modules.get("torch")
 
 
+def _trial_startup(first_mark):
+    """Seconds from the trial's start (AUTOTUNE_TRIAL_START, Unix seconds, set by
+    the tuner as it launches the command) to `first_mark` (time.time() at the
+    meter's first mark): the shell, a launcher, imports, CUDA's start, building
+    the model and the loader. None outside a tuner or before any mark."""
+    raw = os.environ.get("AUTOTUNE_TRIAL_START")
+    if first_mark is None or not raw:
+        return None
+    try:
+        return max(0.0, first_mark - float(raw))
+    except ValueError:
+        return None
+
+
 def _int_env(name):
     try:
         return int(os.environ.get(name, "0") or 0)
@@ -350,6 +364,7 @@ class Meter:
         self.result = None
         self.timed_span = None
         self._start = None
+        self._wall_start = None   # time.time() at the first mark, for startup_seconds
         self._warm = False
         self._warmup_complete = True
         self._warmup_steps = 0
@@ -390,6 +405,7 @@ class Meter:
         """Starts the clock (the first mark does it if you do not)."""
         if self._start is None:
             self._start = self._last_end = time.perf_counter()
+            self._wall_start = time.time()
 
     def batch_ready(self, workers_idle=None, inline=False):
         """The next batch is in hand: the time since the last step ended was data wait.
@@ -614,6 +630,9 @@ class Meter:
             res["warmup_seconds"] = self._warmup_end - self._start
         res["timed_steps"] = self._timed_steps
         res["measure_seconds"] = now - self._start if self._start is not None else 0.0
+        startup = _trial_startup(self._wall_start)
+        if startup is not None:
+            res["startup_seconds"] = startup
         if exhausted:
             res["loader_exhausted"] = 1
         if self._cpu0 is not None and self._warmup_end is not None and now > self._warmup_end:

@@ -214,6 +214,7 @@ std::string render_tuned_yaml(const Spec& spec, const Study& r) {
   // Where the minutes went (tuner/tuning_time.hpp).
   const TuningTime time = tuning_time(r);
   e << YAML::Key << "time" << YAML::Value << YAML::Flow << YAML::BeginMap;
+  e << YAML::Key << "startup_s" << YAML::Value << round_sig(time.startup_s, 4);
   e << YAML::Key << "warmup_s" << YAML::Value << round_sig(time.warmup_s, 4);
   e << YAML::Key << "timed_s" << YAML::Value << round_sig(time.timed_s, 4);
   e << YAML::Key << "other_s" << YAML::Value << round_sig(time.other_s, 4);

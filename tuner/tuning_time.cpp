@@ -19,9 +19,11 @@ void add(TuningTime& t, const Outcome& o) {
   }
   const double measure = std::clamp(o.metric("measure_seconds").value_or(0), 0.0, o.seconds);
   const double warmup = std::clamp(o.metric("warmup_seconds").value_or(0), 0.0, measure);
+  const double startup = std::clamp(o.metric("startup_seconds").value_or(0), 0.0, o.seconds - measure);
   t.warmup_s += warmup;
   t.timed_s += measure - warmup;
-  t.other_s += o.seconds - measure;
+  t.startup_s += startup;
+  t.other_s += o.seconds - measure - startup;
   if (was_raced(o)) {
     t.raced_s += o.seconds;
     ++t.raced;
@@ -39,8 +41,10 @@ TuningTime tuning_time(const Study& s) {
 }
 
 std::string describe(const TuningTime& t) {
-  std::string out = fmt::format("warm-up {}, timed {}, other {}", format_duration(t.warmup_s),
-                                format_duration(t.timed_s), format_duration(t.other_s));
+  // Under half a second (the built-in harness forked in-process) it says nothing.
+  std::string out = t.startup_s >= 0.5 ? fmt::format("start-up {}, ", format_duration(t.startup_s)) : std::string();
+  out += fmt::format("warm-up {}, timed {}, other {}", format_duration(t.warmup_s), format_duration(t.timed_s),
+                     format_duration(t.other_s));
   if (t.failed > 0)
     out += fmt::format("; failures {} ({} trial{})", format_duration(t.failed_s), t.failed, t.failed == 1 ? "" : "s");
   if (t.raced > 0)

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cctype>
+#include <chrono>
 #include <cstdlib>
 
 #include <fmt/format.h>
@@ -212,6 +213,12 @@ std::optional<ExternalCommand> CommandWorkload::external_command(const Assignmen
   cmd.env = m_env;
   for (const auto& [name, value] : config.items()) cmd.env[autotune_env_name(name)] = to_string(value);
   cmd.env["AUTOTUNE_TRIAL"] = std::to_string(ctx.trial);
+  // When the trial started, wall clock (Unix seconds): autotune_trial reports
+  // the seconds from here to the first step as startup_seconds (the shell, a
+  // launcher, Python's imports, CUDA's start, the workers).
+  const double started_ago = seconds_between(ctx.started, std::chrono::steady_clock::now());
+  cmd.env["AUTOTUNE_TRIAL_START"] = fmt::format(
+      "{:.6f}", std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count() - started_ago);
   // Racing: the script may stop once it is surely slower (autotune_trial does).
   if (ctx.stop_below > 0) cmd.env["AUTOTUNE_STOP_BELOW"] = fmt::format("{:.6g}", ctx.stop_below);
   // `import autotune_trial` works in every trial with no install step.

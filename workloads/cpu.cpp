@@ -230,6 +230,7 @@ class CpuWorkload final : public Workload {
     const double ram_baseline = current_host_bytes();
 
     MeasureResult r;
+    auto measure_began = std::chrono::steady_clock::now();
     double last_loss = 0, wait_fraction = 0, starved_share = 0;
     bool loader_failed = false;
     try {
@@ -260,6 +261,7 @@ class CpuWorkload final : public Workload {
         return s;
       };
       const LoaderStats before = loader.stats();
+      measure_began = std::chrono::steady_clock::now();
       r = measure_steps(k.measure, step);
       loader.stop();
       loader_failed = loader.failed();
@@ -282,6 +284,7 @@ class CpuWorkload final : public Workload {
 
     Outcome o = Outcome::success(r.throughput);
     add_measure_metrics(r, o);
+    o.metrics["startup_seconds"] = seconds_between(ctx.started, measure_began);
     const double ram = peak_host_bytes();
     o.metrics["compute_busy"] = r.busy_fraction;
     o.metrics["data_wait_fraction"] = wait_fraction;

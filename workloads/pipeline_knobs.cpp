@@ -144,6 +144,7 @@ void measure_on_virtual_clock(Outcome& o, const Assignment& config, const TrialC
   o.throughput = r.throughput;
   add_measure_metrics(r, o);
   o.seconds = clock.startup_s + r.elapsed_seconds;
+  o.metrics["startup_seconds"] = clock.startup_s;
 }
 
 std::vector<OptionSpec> virtual_clock_option_specs(const std::string& simulated_help,

@@ -6,7 +6,9 @@
 // per trial (isolation). measure() never throws for a failed trial: an
 // out-of-memory, a bad configuration or a missing device is an Outcome with a
 // status and a reason. It may throw only for bugs.
+#include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <filesystem>
 #include <functional>
@@ -78,7 +80,24 @@ struct TrialContext {
   // Set by the scheduler when its trials must stop (the tool itself failed);
   // a runner stops a running child as it does on Ctrl-C. May be null.
   std::shared_ptr<const std::atomic<bool>> stop;
+  // When the trial started (the executor sets it as a slot takes the trial):
+  // a harness reports the seconds from here to its first step as
+  // `startup_seconds` (building the pipeline, CUDA's start; in a forked child
+  // the same monotonic clock). Command trials get the wall-clock equivalent
+  // as AUTOTUNE_TRIAL_START.
+  std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
 };
+
+// `ctx` with `started` set to now: an executor's slot calls it as it takes the trial.
+inline TrialContext started_now(TrialContext ctx) {
+  ctx.started = std::chrono::steady_clock::now();
+  return ctx;
+}
+
+// Seconds from `a` to `b`, never negative.
+inline double seconds_between(std::chrono::steady_clock::time_point a, std::chrono::steady_clock::time_point b) {
+  return std::max(0.0, std::chrono::duration<double>(b - a).count());
+}
 
 class Workload {
  public:

@@ -228,6 +228,7 @@ class Results(unittest.TestCase):
                 written = json.load(f)
             printed = json.loads(p.stdout.strip().splitlines()[-1])
             self.assertEqual(written, printed)
+            self.assertNotIn("startup_seconds", written, "no AUTOTUNE_TRIAL_START, no start-up")
             self.assertGreater(written["throughput"], 0)
             self.assertIn("data_wait_fraction", written)
             self.assertEqual(os.listdir(d), ["result.json"], "no temp file left")
@@ -558,6 +559,37 @@ class ThroughAutotune(unittest.TestCase):
             for t in finished:
                 self.assertIn("data_wait_fraction", t["metrics"])
 
+
+    def test_the_start_up_before_the_first_step_is_counted_from_the_trials_start(self):
+        # What a GPU job spends before its first step (a launcher, `import torch`:
+        # 5-6 s on an H100 machine, CUDA's start, the workers) is its own part
+        # of the minutes, not "other": from the trial's start (the shell's, here
+        # a compound command that sleeps 0.3 s before Python) to the first mark.
+        if not os.environ.get("AUTOTUNE_BINARY"):
+            self.skipTest("AUTOTUNE_BINARY not set (ctest sets it)")
+        with tempfile.TemporaryDirectory() as d:
+            p = tune_in(d, """
+                    import time
+                    time.sleep(0.5)  # a slow import
+                    import autotune_trial
+                    p = autotune_trial.params(batch_size=4)
+                    with autotune_trial.Meter(p, warmup_s=0.1, window_s=0.05, max_s=0.6) as m:
+                        for b in m.batches(iter(lambda: [0] * p.batch_size, None)):
+                            time.sleep(0.001)
+                """, "space:\n  batch_size: [4, 8]\nsearch: {strategy: grid}\n",
+                command=f"sleep 0.3 && {sys.executable} job.py")
+            self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+            with open(os.path.join(d, "tuned.journal.jsonl")) as f:
+                finished = [json.loads(line) for line in f if '"finish"' in line]
+            self.assertEqual([t["status"] for t in finished], ["ok", "ok"], finished)
+            for t in finished:
+                m = t["metrics"]
+                self.assertGreaterEqual(m["startup_seconds"], 0.8, "the shell's sleep and the import")
+                self.assertLessEqual(m["startup_seconds"] + m["measure_seconds"], t["seconds"] + 0.05, t)
+            with open(os.path.join(d, "tuned.yaml")) as f:
+                time_line = next(line for line in f if line.strip().startswith("time:"))
+            self.assertGreaterEqual(float(time_line.split("startup_s:")[1].split(",")[0]), 1.6, time_line)
+            self.assertIn("time:   start-up ", p.stdout)
 
     def test_racing_through_autotune_a_job_that_honours_the_bar_and_one_that_ignores_it(self):
         if not os.environ.get("AUTOTUNE_BINARY"):

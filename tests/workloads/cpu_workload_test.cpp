@@ -40,6 +40,21 @@ TEST(CpuWorkload, MeasuresAThroughputWithItsMetrics) {
   EXPECT_LT(o.seconds, 1.5 + 1.0);
 }
 
+// startup_seconds runs from the trial's start (ctx.started, which the executor
+// sets as a slot takes the trial) to the first step: a trial that waited
+// 0.3 s for its slot's process before measure() reports at least that.
+TEST(CpuWorkload, ReportsTheSecondsFromTheTrialsStartToItsFirstStep) {
+  auto w = make_cpu(quick(1.0));
+  TrialContext ctx;
+  ctx.started = std::chrono::steady_clock::now() - std::chrono::milliseconds(300);
+  const Outcome o = w->measure(config(32, 1), ctx);
+  ASSERT_TRUE(o.ok()) << o.reason;
+  ASSERT_TRUE(o.metric("startup_seconds").has_value());
+  EXPECT_GE(*o.metric("startup_seconds"), 0.3);
+  EXPECT_LT(*o.metric("startup_seconds"), 0.3 + o.seconds - *o.metric("measure_seconds") + 0.05)
+      << "no more than the trial's own time outside the measurement";
+}
+
 TEST(CpuWorkload, TheWarmUpEndsOnceTheQueueRunsDryOrStaysFull) {
   // Loader-bound: one worker preprocessing heavily for a 16-wide MLP, so the
   // queue runs dry within a few steps and the warm-up ends at its 0.5 s floor.

@@ -323,6 +323,7 @@ class CudaWorkload final : public Workload {
       mark_queue_state(stats0, loader.stats(), s);
       return s;
     };
+    const auto measure_began = std::chrono::steady_clock::now();
     const MeasureResult r = measure_steps(k.measure, step);
     AUTOTUNE_CUDA_CALL(cudaStreamSynchronize(compute.get()));
     if (steps > 0) {
@@ -370,6 +371,7 @@ class CudaWorkload final : public Workload {
     if (r.failed || r.windows == 0) return Outcome::failure(Status::error, "the measurement produced no timed window");
     Outcome o = Outcome::success(r.throughput);
     add_measure_metrics(r, o);
+    o.metrics["startup_seconds"] = seconds_between(ctx.started, measure_began);
     const double ram = peak_host_bytes();
     const std::int64_t samples_per_step = k.loader.batch_size * k.grad_accum;
     o.metrics["gpu_busy"] = gpu_busy_fraction(step_device_seconds, r.throughput, samples_per_step);
