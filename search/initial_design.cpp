@@ -9,7 +9,11 @@
 namespace autotune {
 
 int initial_design_size(const SearchSpace& space, int budget) {
-  const int d1 = static_cast<int>(space.dims()) + 1;
+  // d+1 over the knobs that can move: a knob with one value (the cpu
+  // default's precision, a user's pinned setting) is no dimension to explore.
+  int free = 0;
+  for (std::size_t d = 0; d < space.dims(); ++d) free += space.param(d).values.size() > 1 ? 1 : 0;
+  const int d1 = free + 1;
   if (budget <= 0) return d1;
   return std::max(2, std::min(d1, budget / 3));
 }

@@ -10,7 +10,8 @@
 namespace autotune {
 
 // Points before a model takes over, the user's initial configurations
-// included: d + 1, and at most a third of a known budget (never fewer than 2).
+// included: d + 1 (d: the knobs with more than one value), and at most a
+// third of a known budget (never fewer than 2).
 int initial_design_size(const SearchSpace& space, int budget);
 
 // n points spread over the space: a Latin hypercube over the positions of

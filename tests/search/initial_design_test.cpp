@@ -21,6 +21,25 @@ TEST(InitialDesign, SizeIsDPlusOneAtMostAThirdOfTheBudget) {
   EXPECT_EQ(initial_design_size(space, 4), 2);
 }
 
+// A knob with one value (the cpu default's precision: fp32 only) is no
+// dimension to explore: the cpu default's 5 free knobs of 6 get 6 points.
+TEST(InitialDesign, SizeCountsOnlyTheKnobsThatCanMove) {
+  auto ints = [](std::initializer_list<std::int64_t> xs) {
+    std::vector<Value> v;
+    for (auto x : xs) v.push_back(Value{x});
+    return v;
+  };
+  const SearchSpace space({{"batch_size", ints({32, 64, 128, 256}), Scale::log},
+                           {"num_workers", ints({0, 1, 2}), Scale::linear},
+                           {"prefetch_factor", ints({2, 4}), Scale::linear},
+                           {"pin_memory", {Value{false}, Value{true}}, Scale::linear},
+                           {"precision", {Value{std::string("fp32")}}, Scale::categorical},
+                           {"grad_accum", ints({1, 2}), Scale::linear}});
+  EXPECT_EQ(initial_design_size(space, 30), 6);
+  EXPECT_EQ(initial_design_size(space, 0), 6);
+  EXPECT_EQ(initial_design_size(space, 15), 5);
+}
+
 TEST(InitialDesign, BaselineFirstThenSpreadAwayFromTheEnds) {
   const SearchSpace space = bench::failure_landscapes()[0].space();
   const Config baseline = *space.from_assignment(Assignment({{"batch_size", Value{std::int64_t{32}}},
