@@ -3,8 +3,8 @@
 //  - Initial design: the context's initial configurations (StrategyBase asks
 //    them first; the user's baseline), then a spread design
 //    (search/initial_design.hpp: Latin hypercube centred in its strata, not
-//    on the ranges' ends) up to initial_design_size(): d+1 points (d: knobs that can move), at most a
-//    third of the budget. Design points the feasibility model rules out by
+//    on the ranges' ends) up to initial_design_size(): d+1 points (d: the
+//    knobs that can move), at most a third of the budget. Design points the feasibility model rules out by
 //    then are moved to the nearest usable configuration.
 //  - Model: a GP (search/gp) on log(throughput) of `ok` trials only (a raced
 //    trial with kRacedNoiseScale times the noise variance); failures
