@@ -39,6 +39,8 @@ class ExampleConfig : public ::testing::TestWithParam<Example> {
     fs::create_directories(m_root / "bench/data");
     fs::copy(src / "configs", m_root / "configs", fs::copy_options::recursive);
     fs::copy(src / "bench/data/synthetic_balanced.csv", m_root / "bench/data/synthetic_balanced.csv");
+    fs::create_directories(m_root / "bench/results/gpu-h100-sxm");
+    fs::copy(src / "bench/results/gpu-h100-sxm/gpu_sweep.csv", m_root / "bench/results/gpu-h100-sxm/gpu_sweep.csv");
   }
   void TearDown() override { fs::remove_all(m_root); }
 
@@ -100,7 +102,7 @@ TEST_P(ExampleConfig, RunsFromTheRepositoryRootAndFromItsOwnFolder) {
 INSTANTIATE_TEST_SUITE_P(Configs, ExampleConfig,
                          ::testing::Values(Example{"default_cpu.yaml", false}, Example{"synthetic.yaml", false},
                                            Example{"synthetic_grid.yaml", false}, Example{"replay.yaml", false},
-                                           Example{"command_torch.yaml", true},
+                                           Example{"replay_h100.yaml", false}, Example{"command_torch.yaml", true},
                                            Example{"command_images.yaml", true}),
                          [](const ::testing::TestParamInfo<Example>& info) {
                            std::string s = fs::path(info.param.file).stem().string();
@@ -114,7 +116,7 @@ TEST(ExampleConfigs, EveryConfigIsListed) {
   int yaml = 0;
   for (const auto& e : fs::directory_iterator(fs::path(AUTOTUNE_SOURCE_DIR) / "configs"))
     if (e.path().extension() == ".yaml") ++yaml;
-  EXPECT_EQ(yaml, 7) << "configs/*.yaml and the list in examples_test.cpp differ";
+  EXPECT_EQ(yaml, 8) << "configs/*.yaml and the list in examples_test.cpp differ";
 }
 
 }  // namespace
