@@ -194,7 +194,8 @@ CommandWorkload::CommandWorkload(const Options& options, const WorkloadEnv& env)
     : m_template(CommandTemplate::parse(options.get_string("command"), env.parameter_names)),
       m_cwd(options.get_string("cwd")),
       m_env(options.get_map("env")),
-      m_shell(options.get_string("shell")) {
+      m_shell(options.get_string("shell")),
+      m_exit_grace_s(options.get_number("exit_grace")) {
   if (m_shell.empty()) throw WorkloadConfigError("shell: must not be empty");
   if (!m_cwd.empty() && m_cwd.is_relative()) m_cwd = std::filesystem::absolute(env.spec_dir / m_cwd);
 }
@@ -242,6 +243,7 @@ std::optional<ExternalCommand> CommandWorkload::external_command(const Assignmen
     cmd.result_file = dir / fmt::format("autotune-{}-{}-{}.result.json", ::getpid(), ctx.trial, counter++);
   }
   cmd.env["AUTOTUNE_RESULT"] = cmd.result_file.string();
+  cmd.exit_grace_s = m_exit_grace_s;
   return cmd;
 }
 
@@ -267,6 +269,11 @@ WorkloadInfo command_workload_info() {
       {"env", OptionType::string_map, OptionValue(std::map<std::string, std::string>{}),
        "extra environment variables"},
       {"shell", OptionType::string, OptionValue(std::string("/bin/sh")), "the shell that runs `command` (-c)"},
+      {"exit_grace", OptionType::duration, OptionValue{10.0},
+       "once $AUTOTUNE_RESULT is written, how long the job may take to exit before it is stopped and its result "
+       "kept (a teardown that hangs: NCCL, DataLoader workers); 0: wait up to the timeout, which keeps it too",
+       {},
+       0.0},
   };
   info.make = [](const Options& o, const WorkloadEnv& env) -> std::unique_ptr<Workload> {
     return std::make_unique<CommandWorkload>(o, env);

@@ -69,6 +69,7 @@ class CommandWorkload : public Workload {
   std::filesystem::path m_cwd;
   std::map<std::string, std::string> m_env;
   std::string m_shell;
+  double m_exit_grace_s = 10;
 };
 
 }  // namespace autotune

@@ -117,7 +117,7 @@ Outcome Workload::interpret(const ExternalRun& run, const TrialContext& ctx) con
       return fail(*s, fmt::format("standard error says '{}'", what) + output_tails(run, ctx.log_dir));
   }
   const std::optional<std::string> kernel_oom = kernel_oom_reason(run);
-  if (run.exit_code != 0) {
+  if (run.exit_code != 0 && !run.stopped_after_result) {
     // A shell, torchrun or a DataLoader may report a signal or a memory
     // failure on the job's behalf: read it as what it names.
     if (auto r = read_reported_failure(run.stderr_tail, run.exit_code, run.via_shell)) {
@@ -145,6 +145,9 @@ Outcome Workload::interpret(const ExternalRun& run, const TrialContext& ctx) con
     return fail(Status::error, fmt::format("the result's throughput {} is not a finite number >= 0", tp));
   Outcome o = Outcome::success(tp);
   o.metrics = std::move(metrics);
+  // It wrote its result, then did not exit (a teardown that hung): stopped,
+  // and what it measured stands.
+  if (run.stopped_after_result) o.metrics["stopped_after_result"] = 1;
   return o;
 }
 

@@ -21,6 +21,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <system_error>
@@ -277,6 +278,20 @@ ExternalRun supervise(pid_t pid, Fd& out_r, Fd& err_r, Fd* res_r, const ChildOpt
     run.cancelled = cancelled;
     kill_at = now + std::max(0.0, opt.term_grace_s);
   };
+  // The result written, then no exit: a teardown that hangs must not cost
+  // what was measured. Looked for every 0.1 s (a stat).
+  const bool watch_result = !opt.result_file.empty() && opt.exit_grace_s > 0;
+  const bool has_result_file = !opt.result_file.empty();
+  double result_seen_at = -1, next_result_check = 0;
+  auto result_written = [&] {
+    std::error_code ec;
+    return std::filesystem::file_size(opt.result_file, ec) > 0 && !ec;
+  };
+  auto stop_after_result = [&](double now) {
+    stop_group(now, false);
+    run.timed_out = false;
+    run.stopped_after_result = true;
+  };
 
   for (;;) {
     const double now = since(t0);
@@ -285,7 +300,15 @@ ExternalRun supervise(pid_t pid, Fd& out_r, Fd& err_r, Fd* res_r, const ChildOpt
         sample();
         next_sample = now + opt.ram_poll_s;
       }
-      if (!term_sent && now >= deadline) stop_group(now, false);
+      if (watch_result && !term_sent && result_seen_at < 0 && now >= next_result_check) {
+        next_result_check = now + 0.1;
+        if (result_written()) result_seen_at = now;
+      }
+      if (!term_sent && result_seen_at >= 0 && now >= result_seen_at + opt.exit_grace_s) stop_after_result(now);
+      if (!term_sent && now >= deadline) {
+        if (has_result_file && result_written()) stop_after_result(now);
+        else stop_group(now, false);
+      }
       if (!term_sent && opt.cancel && opt.cancel()) stop_group(now, true);
       if (term_sent && !kill_sent && now >= kill_at) {
         ::killpg(pgid, SIGKILL);
@@ -351,6 +374,9 @@ ExternalRun supervise(pid_t pid, Fd& out_r, Fd& err_r, Fd* res_r, const ChildOpt
     run.signal = WTERMSIG(status);
     run.runner_killed = (run.signal == SIGTERM && term_sent) || (run.signal == SIGKILL && kill_sent);
   }
+  // A child that exited (or was killed) after our SIGTERM is still a timeout;
+  // one stopped after writing its result (by a signal or by a SIGTERM handler
+  // that exits) stays stopped_after_result whatever its status.
   // Host memory that ran out under the job: the kernel's OOM killer may have
   // taken any process of the group (a DataLoader worker, a rank) while what
   // the job printed says nothing useful ("lost sys.stderr").
@@ -358,7 +384,6 @@ ExternalRun supervise(pid_t pid, Fd& out_r, Fd& err_r, Fd* res_r, const ChildOpt
     run.oom_kills = static_cast<int>(after - oom_kills_before);
     run.oom_killed = oom_killed_members(members);
   }
-  // A child that exited (or was killed) after our SIGTERM is still a timeout.
   run.stdout_tail = out.take();
   run.stderr_tail = err.take();
   if (got_result) run.result = std::move(result);
@@ -465,7 +490,10 @@ ExternalRun run_external(const ExternalCommand& cmd, const std::map<std::string,
   }
   out_w.reset();
   err_w.reset();
-  ExternalRun run = supervise(pid, out_r, err_r, nullptr, opt, t0);
+  ChildOptions watched = opt;
+  watched.result_file = cmd.result_file;
+  watched.exit_grace_s = cmd.exit_grace_s;
+  ExternalRun run = supervise(pid, out_r, err_r, nullptr, watched, t0);
   run.via_shell = cmd.via_shell;
   if (!cmd.result_file.empty()) {
     std::ifstream in(cmd.result_file, std::ios::binary);
@@ -485,6 +513,7 @@ ExternalRun run_external(const ExternalCommand& cmd, const std::map<std::string,
 std::optional<Outcome> classify_termination(const ExternalRun& run) {
   if (!run.spawn_error.empty()) return Outcome::failure(Status::error, "could not start: " + run.spawn_error);
   if (run.cancelled) return Outcome::failure(Status::timeout, "stopped: the tuner was interrupted");
+  if (run.stopped_after_result) return std::nullopt;  // its result decides, as if it had exited
   if (run.timed_out)
     return Outcome::failure(Status::timeout, run.signal == SIGKILL ? "timed out; killed after the grace period"
                                                                    : "timed out; stopped by SIGTERM");

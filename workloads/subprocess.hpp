@@ -33,6 +33,13 @@ struct ChildOptions {
   std::vector<int> cpus;             // affinity of the child (empty: inherited)
   std::function<bool()> cancel;      // polled; true stops the child like a timeout (Ctrl-C)
   std::filesystem::path log_dir;     // non-empty: stdout.txt / stderr.txt tails written there
+  // With exit_grace_s > 0: once `result_file` is written, the child has that
+  // long to exit before it is stopped (ExternalRun::stopped_after_result).
+  // With any grace, a timeout that finds the result written stops it the
+  // same way: what it measured is kept. run_external sets both from the
+  // ExternalCommand.
+  std::filesystem::path result_file;
+  double exit_grace_s = 0;
 };
 
 // Forks a child that runs `body(result_fd)` in this program (no exec), with
@@ -49,7 +56,8 @@ ExternalRun run_external(const ExternalCommand& cmd, const std::map<std::string,
 
 // The classification every external trial shares: could not start -> error,
 // timeout -> timeout, cancelled -> timeout, SIGKILL not sent by the runner ->
-// host_oom, other signals -> crash. nullopt when the program exited by itself.
+// host_oom, other signals -> crash. nullopt when the program exited by itself
+// or was stopped after writing its result (stopped_after_result).
 std::optional<Outcome> classify_termination(const ExternalRun& run);
 
 // Device (or host) out-of-memory messages in a program's standard error:

@@ -36,6 +36,12 @@ struct ExternalCommand {
   std::filesystem::path result_file;           // the program may write its JSON result there; empty: none
   bool keep_result_file = false;               // false: removed once read
   bool via_shell = false;                      // argv is `shell -c text`: 128+N means signal N
+  // Once result_file is written, how long the program may take to exit
+  // before it is stopped and its result taken as it stands (a job that hangs
+  // in its teardown: NCCL, DataLoader workers, a logger's flush); 0: wait
+  // for it, up to the timeout (which, finding the result written, stops it
+  // the same way).
+  double exit_grace_s = 0;
 };
 
 // What running an ExternalCommand (or a forked in-process trial) produced.
@@ -45,7 +51,8 @@ struct ExternalRun {
   int signal = 0;              // the signal that ended it; 0 when it exited
   bool timed_out = false;      // the timeout fired (the runner sent SIGTERM, maybe SIGKILL)
   bool cancelled = false;      // the tuner was interrupted (Ctrl-C) and stopped it
-  bool runner_killed = false;  // the runner sent the signal that ended it (timeout, cancel)
+  bool runner_killed = false;  // the runner sent the signal that ended it (timeout, cancel, after its result)
+  bool stopped_after_result = false;  // it had written its result and outstayed exit_grace_s (or the timeout): stopped
   std::string stdout_tail;     // the last bytes of standard output (bounded)
   std::string stderr_tail;     // the last bytes of standard error (bounded)
   std::optional<std::string> result;  // the result file's (or result pipe's) contents, when written

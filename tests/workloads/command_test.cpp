@@ -145,6 +145,51 @@ TEST(CommandWorkload, HangTimesOutWithinTimeoutPlusGrace) {
   EXPECT_TRUE(testing::gone_within(testing::read_pid(pidfile), 1.0)) << "the group's sleep must be killed";
 }
 
+// A job that wrote its result and then hangs in its teardown (NCCL's
+// destroy, a DataLoader worker that never joins, a logger's flush): stopped
+// `exit_grace` after the result, its measurement kept, the group killed;
+// through a compound shell line, as a launcher line would be.
+TEST(CommandWorkload, AJobThatWroteItsResultButHangsIsStoppedAndItsResultKept) {
+  ScratchDir dir;
+  auto pidfile = (dir.path() / "pid").string();
+  auto w = make_command("sleep 1000 & echo $! > " + pidfile +
+                            "; printf '{\"throughput\": 42, \"gpu_busy\": 0.5}' > \"$AUTOTUNE_RESULT\"; wait",
+                        {{"exit_grace", OptionValue{0.5}}});
+  const auto t0 = std::chrono::steady_clock::now();
+  Outcome o = w->measure(cfg(), ctx_with(30));
+  const double took = secs_since(t0);
+  ASSERT_EQ(o.status, Status::ok) << o.reason;
+  EXPECT_DOUBLE_EQ(o.throughput, 42);
+  EXPECT_DOUBLE_EQ(o.metric("gpu_busy").value_or(0), 0.5);
+  EXPECT_EQ(o.metric("stopped_after_result").value_or(0), 1);
+  EXPECT_GE(took, 0.5) << "it had its grace";
+  EXPECT_LT(took, 5.0) << "not the 30 s timeout";
+  EXPECT_TRUE(testing::gone_within(testing::read_pid(pidfile), 1.0)) << "the group's sleep must be killed";
+}
+
+// With no grace (exit_grace: 0) the job may take up to its timeout; a
+// timeout that finds the result written still keeps it.
+TEST(CommandWorkload, ATimeoutAfterTheResultIsWrittenKeepsTheResult) {
+  auto w = make_command("printf '{\"throughput\": 7}' > \"$AUTOTUNE_RESULT\"; exec sleep 1000",
+                        {{"exit_grace", OptionValue{0.0}}});
+  const auto t0 = std::chrono::steady_clock::now();
+  Outcome o = w->measure(cfg(), ctx_with(1));
+  ASSERT_EQ(o.status, Status::ok) << o.reason;
+  EXPECT_DOUBLE_EQ(o.throughput, 7);
+  EXPECT_EQ(o.metric("stopped_after_result").value_or(0), 1);
+  EXPECT_GE(secs_since(t0), 1.0) << "no grace: the timeout stopped it";
+}
+
+// A result that says the job failed stands just the same.
+TEST(CommandWorkload, AReportedFailureThenAHangIsThatFailure) {
+  auto w = make_command(
+      "printf '{\"status\": \"oom\", \"reason\": \"CUDA out of memory\"}' > \"$AUTOTUNE_RESULT\"; exec sleep 1000",
+      {{"exit_grace", OptionValue{0.3}}});
+  Outcome o = w->measure(cfg(), ctx_with(30));
+  EXPECT_EQ(o.status, Status::oom) << o.reason;
+  EXPECT_EQ(o.reason, "CUDA out of memory");
+}
+
 TEST(CommandWorkload, SegfaultIsCrash) {
   auto w = make_command("kill -SEGV $$");
   Outcome o = w->measure(cfg(), ctx_with(5));
