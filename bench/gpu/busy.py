@@ -37,9 +37,18 @@ def metric(o, key):
     return float(v) if isinstance(v, (int, float)) else None
 
 
-def smi_busy(out, name, start, end):
-    """Mean utilization.gpu (0..1) from start + warm-up + 1 s to end - 1 s (host clock)."""
+def smi_busy(out, name, start, end, o=None):
+    """Mean utilization.gpu (0..1) over the timed windows (host clock): from the
+    trial's start-up and warm-up (its own metrics; WARMUP_S + 1 s when it has none)
+    to 0.3 s before the process ended. The warm-up can end at 0.5 s, so a fixed
+    offset left a short run (3.8 s on an H100) with no samples."""
     vals = []
+    lead = WARMUP_S + 1
+    if o:
+        seconds, measure, warm = metric(o, "seconds"), metric(o, "measure_seconds"), metric(o, "warmup_seconds")
+        if seconds is not None and measure is not None and warm is not None:
+            lead = max(0.0, seconds - measure) + warm + 0.2
+    tail = 0.3 if o else 1.0
     try:
         for row in csv.reader(open(os.path.join(out, f"busy_{name}_smi.csv"))):
             if len(row) < 2:
@@ -49,7 +58,7 @@ def smi_busy(out, name, start, end):
                 u = float(row[1])
             except ValueError:
                 continue
-            if start + WARMUP_S + 1 <= t <= end - 1:
+            if start + lead <= t <= end - tail:
                 vals.append(u / 100.0)
     except OSError:
         return None
@@ -119,7 +128,7 @@ def main():
         lines.append(f"| {r['name']} | {o.get('status', '?')} | {fmt(metric(o, 'throughput'), 0)} | "
                      f"{fmt(metric(o, 'gpu_busy'))} | {fmt(metric(o, 'step_device_seconds'), 6)} | "
                      f"{fmt(nsys_busy(out, r['name']))} | "
-                     f"{fmt(smi_busy(out, r['name'], float(r['start']), float(r['end'])))} |")
+                     f"{fmt(smi_busy(out, r['name'], float(r['start']), float(r['end']), o))} |")
     print("\n".join(lines))
 
 
