@@ -469,6 +469,17 @@ class Callbacks(unittest.TestCase):
         self.assertGreater(cb.meter.result["throughput"], 4 / 0.003)
 
 
+def meter_job(before="", after="", meter="warmup_s=0.1, window_s=0.05, max_s=0.6"):
+    """A job.py that measures a trivial loop with autotune_trial's meter, with
+    the lines `before` and `after` around it."""
+    return (f"{before}\nimport autotune_trial, time\n"
+            "p = autotune_trial.params(batch_size=4)\n"
+            f"with autotune_trial.Meter(p, {meter}) as m:\n"
+            "    for b in m.batches(iter(lambda: [0] * p.batch_size, None)):\n"
+            "        time.sleep(0.001)\n"
+            f"{after}\n")
+
+
 def tune_in(folder, job, space, timeout=180, command=None, workload_extra=""):
     """Writes job.py and space.yaml into `folder`, runs autotune there (the
     helper must come from the trial's own PYTHONPATH) and returns the process.
@@ -546,13 +557,8 @@ class ThroughAutotune(unittest.TestCase):
         if not os.environ.get("AUTOTUNE_BINARY"):
             self.skipTest("AUTOTUNE_BINARY not set (ctest sets it)")
         with tempfile.TemporaryDirectory() as d:
-            p = tune_in(d, """
-                    import autotune_trial, time
-                    p = autotune_trial.params(batch_size=4)
-                    with autotune_trial.Meter(p, warmup_s=0.1, max_s=1) as m:
-                        for b in m.batches(iter(lambda: [0] * p.batch_size, None)):
-                            time.sleep(0.001)
-                """, "space:\n  batch_size: [4, 8]\nsearch: {strategy: grid}\n", timeout=120)
+            p = tune_in(d, meter_job(meter="warmup_s=0.1, max_s=1"),
+                        "space:\n  batch_size: [4, 8]\nsearch: {strategy: grid}\n", timeout=120)
             self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
             with open(os.path.join(d, "tuned.journal.jsonl")) as f:
                 finished = [json.loads(line) for line in f if '"finish"' in line]
@@ -569,15 +575,8 @@ class ThroughAutotune(unittest.TestCase):
         if not os.environ.get("AUTOTUNE_BINARY"):
             self.skipTest("AUTOTUNE_BINARY not set (ctest sets it)")
         with tempfile.TemporaryDirectory() as d:
-            p = tune_in(d, """
-                    import time
-                    time.sleep(0.5)  # a slow import
-                    import autotune_trial
-                    p = autotune_trial.params(batch_size=4)
-                    with autotune_trial.Meter(p, warmup_s=0.1, window_s=0.05, max_s=0.6) as m:
-                        for b in m.batches(iter(lambda: [0] * p.batch_size, None)):
-                            time.sleep(0.001)
-                """, "space:\n  batch_size: [4, 8]\nsearch: {strategy: grid}\n",
+            p = tune_in(d, meter_job(before="import time\ntime.sleep(0.5)  # a slow import"),
+                        "space:\n  batch_size: [4, 8]\nsearch: {strategy: grid}\n",
                 command=f"sleep 0.3 && {sys.executable} job.py")
             self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
             with open(os.path.join(d, "tuned.journal.jsonl")) as f:
@@ -600,14 +599,8 @@ class ThroughAutotune(unittest.TestCase):
         if not os.environ.get("AUTOTUNE_BINARY"):
             self.skipTest("AUTOTUNE_BINARY not set (ctest sets it)")
         with tempfile.TemporaryDirectory() as d:
-            p = tune_in(d, """
-                    import autotune_trial, threading, time
-                    p = autotune_trial.params(batch_size=4)
-                    with autotune_trial.Meter(p, warmup_s=0.1, window_s=0.05, max_s=0.6) as m:
-                        for b in m.batches(iter(lambda: [0] * p.batch_size, None)):
-                            time.sleep(0.001)
-                    threading.Thread(target=time.sleep, args=(1000,)).start()
-                """, "space:\n  batch_size: [4, 8]\nsearch: {strategy: grid}\n", workload_extra=", exit_grace: 1s")
+            p = tune_in(d, meter_job(after="import threading\nthreading.Thread(target=time.sleep, args=(1000,)).start()"),
+                        "space:\n  batch_size: [4, 8]\nsearch: {strategy: grid}\n", workload_extra=", exit_grace: 1s")
             self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
             with open(os.path.join(d, "tuned.journal.jsonl")) as f:
                 finished = [json.loads(line) for line in f if '"finish"' in line]
