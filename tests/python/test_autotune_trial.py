@@ -577,7 +577,7 @@ class ThroughAutotune(unittest.TestCase):
         with tempfile.TemporaryDirectory() as d:
             p = tune_in(d, meter_job(before="import time\ntime.sleep(0.5)  # a slow import"),
                         "space:\n  batch_size: [4, 8]\nsearch: {strategy: grid}\n",
-                command=f"sleep 0.3 && {sys.executable} job.py")
+                        command=f"sleep 0.3 && {sys.executable} job.py")
             self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
             with open(os.path.join(d, "tuned.journal.jsonl")) as f:
                 finished = [json.loads(line) for line in f if '"finish"' in line]
