@@ -82,7 +82,7 @@ class SlurmStepRunner final : public TrialRunner {
     opt.cancel = [&ctx] { return trial_cancelled(ctx); };
     opt.log_dir = ctx.log_dir;
     ExternalRun run = run_external(cmd, ctx.env, opt);
-    if (run.timed_out || run.cancelled || run.runner_killed) cancel_steps(step_name);
+    if (run.timed_out || run.cancelled || run.runner_killed || run.stopped_after_result) cancel_steps(step_name);
 
     // srun passes a task's death by signal N on as exit status 128+N.
     if (run.signal == 0 && run.exit_code > 128 && run.exit_code < 128 + 65 && !run.runner_killed) {

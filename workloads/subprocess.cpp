@@ -27,6 +27,7 @@
 #include <system_error>
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 extern char** environ;
 
@@ -283,9 +284,15 @@ ExternalRun supervise(pid_t pid, Fd& out_r, Fd& err_r, Fd* res_r, const ChildOpt
   const bool watch_result = !opt.result_file.empty() && opt.exit_grace_s > 0;
   const bool has_result_file = !opt.result_file.empty();
   double result_seen_at = -1, next_result_check = 0;
+  // Written means a whole JSON object: a file caught mid-write (a script
+  // that writes in place) or empty does not count yet.
   auto result_written = [&] {
     std::error_code ec;
-    return std::filesystem::file_size(opt.result_file, ec) > 0 && !ec;
+    if (std::filesystem::file_size(opt.result_file, ec) == 0 || ec) return false;
+    std::ifstream in(opt.result_file, std::ios::binary);
+    std::stringstream text;
+    text << in.rdbuf();
+    return nlohmann::json::parse(text.str(), nullptr, /*allow_exceptions=*/false).is_object();
   };
   auto stop_after_result = [&](double now) {
     stop_group(now, false);
@@ -300,6 +307,19 @@ ExternalRun supervise(pid_t pid, Fd& out_r, Fd& err_r, Fd* res_r, const ChildOpt
         sample();
         next_sample = now + opt.ram_poll_s;
       }
+      // Exited already (the job ended by itself, or died): nothing to stop,
+      // its own status stands. Looked at before any stop decision, so a job
+      // that dies just as its grace runs out is never taken as stopped.
+      // WNOWAIT: the zombie keeps its pid (and so the group id) reserved until
+      // the final killpg below, so that cannot hit a recycled group.
+      siginfo_t info{};
+      if (::waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | WNOHANG | WNOWAIT) == 0 &&
+          info.si_pid == pid) {
+        exited = true;
+        drain_until = since(t0) + opt.drain_s;
+      }
+    }
+    if (!exited) {
       if (watch_result && !term_sent && result_seen_at < 0 && now >= next_result_check) {
         next_result_check = now + 0.1;
         if (result_written()) result_seen_at = now;
@@ -313,14 +333,6 @@ ExternalRun supervise(pid_t pid, Fd& out_r, Fd& err_r, Fd* res_r, const ChildOpt
       if (term_sent && !kill_sent && now >= kill_at) {
         ::killpg(pgid, SIGKILL);
         kill_sent = true;
-      }
-      // WNOWAIT: the zombie keeps its pid (and so the group id) reserved until
-      // the final killpg below, so that cannot hit a recycled group.
-      siginfo_t info{};
-      if (::waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | WNOHANG | WNOWAIT) == 0 &&
-          info.si_pid == pid) {
-        exited = true;
-        drain_until = since(t0) + opt.drain_s;
       }
     }
     std::vector<pollfd> fds;

@@ -180,6 +180,15 @@ TEST(CommandWorkload, ATimeoutAfterTheResultIsWrittenKeepsTheResult) {
   EXPECT_GE(secs_since(t0), 1.0) << "no grace: the timeout stopped it";
 }
 
+// A result file caught half-written (a script writing in place) is no
+// result: the grace never starts and the timeout is a plain timeout.
+TEST(CommandWorkload, AHalfWrittenResultFileIsNotTakenAsTheResult) {
+  auto w = make_command("printf '{\"throughput\": ' > \"$AUTOTUNE_RESULT\"; exec sleep 1000",
+                        {{"exit_grace", OptionValue{0.2}}});
+  Outcome o = w->measure(cfg(), ctx_with(1));
+  EXPECT_EQ(o.status, Status::timeout) << o.reason;
+}
+
 // A result that says the job failed stands just the same.
 TEST(CommandWorkload, AReportedFailureThenAHangIsThatFailure) {
   auto w = make_command(
