@@ -69,7 +69,7 @@ std::unique_ptr<Executor> make_executor(const Spec& spec, Workload& workload) {
   } catch (const std::invalid_argument& e) {
     throw std::runtime_error(std::string("executor.gpus: ") + e.what());
   }
-  return make_local_executor([runner](const Assignment& a, const TrialContext& ctx) { return runner->once(a, started_now(ctx)); },
+  return make_local_executor([runner](const Assignment& a, const TrialContext& ctx) { return runner->once(a, ctx); },
                              plan);
 }
 

@@ -35,6 +35,7 @@ class PoolExecutor final : public Executor {
     }
     const Slot& s = m_slots[slot];
     ctx.slot = static_cast<int>(slot);
+    ctx.started = Clock::now();  // the slot takes it now: startup_seconds counts from here
     ctx.env.insert(s.env.begin(), s.env.end());
     if (!s.cpus.empty()) ctx.cpus = s.cpus;
     ctx.stop = m_stop;

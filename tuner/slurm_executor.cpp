@@ -132,7 +132,7 @@ std::vector<std::string> srun_argv(const SlurmSettings& s, const std::string& st
 std::unique_ptr<Executor> make_slurm_executor(Workload& w, SlurmSettings settings, int steps) {
   steps = std::max(1, steps);
   std::shared_ptr<TrialRunner> runner = std::make_shared<SlurmStepRunner>(w, std::move(settings));
-  return make_pool_executor([runner](const Assignment& a, const TrialContext& ctx) { return runner->once(a, started_now(ctx)); },
+  return make_pool_executor([runner](const Assignment& a, const TrialContext& ctx) { return runner->once(a, ctx); },
                             std::vector<Slot>(static_cast<std::size_t>(steps)),
                             fmt::format("up to {} Slurm step{} at once", steps, steps == 1 ? "" : "s"));
 }

@@ -281,8 +281,8 @@ ExternalRun supervise(pid_t pid, Fd& out_r, Fd& err_r, Fd* res_r, const ChildOpt
   };
   // The result written, then no exit: a teardown that hangs must not cost
   // what was measured. Looked for every 0.1 s (a stat).
-  const bool watch_result = !opt.result_file.empty() && opt.exit_grace_s > 0;
   const bool has_result_file = !opt.result_file.empty();
+  const bool watch_result = has_result_file && opt.exit_grace_s > 0;
   double result_seen_at = -1, next_result_check = 0;
   // Written means a whole JSON object: a file caught mid-write (a script
   // that writes in place) or empty does not count yet.

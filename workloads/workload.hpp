@@ -87,19 +87,14 @@ struct TrialContext {
   // Set by the scheduler when its trials must stop (the tool itself failed);
   // a runner stops a running child as it does on Ctrl-C. May be null.
   std::shared_ptr<const std::atomic<bool>> stop;
-  // When the trial started (the executor sets it as a slot takes the trial):
+  // When the trial started (the executor sets it as a slot takes the trial,
+  // so each repeat and each executor counts from its own start):
   // a harness reports the seconds from here to its first step as
   // `startup_seconds` (building the pipeline, CUDA's start; in a forked child
   // the same monotonic clock). Command trials get the wall-clock equivalent
   // as AUTOTUNE_TRIAL_START.
   std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
 };
-
-// `ctx` with `started` set to now: an executor's slot calls it as it takes the trial.
-inline TrialContext started_now(TrialContext ctx) {
-  ctx.started = std::chrono::steady_clock::now();
-  return ctx;
-}
 
 // Seconds from `a` to `b`, never negative.
 inline double seconds_between(std::chrono::steady_clock::time_point a, std::chrono::steady_clock::time_point b) {
