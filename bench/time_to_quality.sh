@@ -44,10 +44,10 @@ for profile in balanced loader_bound compute_bound memory_tight; do
   specs+=("$profile")
 done
 
-row() {  # landscape variant warm-up stop-spread flags -> one Markdown row from compare's summary.csv
-  local name=$1 variant=$2 drained=$3 spread=$4; shift 4
+row() {  # landscape variant warm-up stop-spread fewest-windows flags -> one Markdown row from compare's summary.csv
+  local name=$1 variant=$2 drained=$3 spread=$4 fewest=$5; shift 5
   # The warm-up and stopping rules are the workload's options: the spec with them set.
-  sed -e "s/^\(workload: {.*\)}/\1, warmup_until_drained: $drained, target_rsd: $spread}/" "$out/$name.yaml" \
+  sed -e "s/^\(workload: {.*\)}/\1, warmup_until_drained: $drained, target_rsd: $spread, fewest_windows: $fewest}/" "$out/$name.yaml" \
     > "$out/$name-$variant.yaml"
   "$bin" compare --config "$out/$name-$variant.yaml" --strategies "$strategy" --repeats "$seeds" --budget 30 \
     --budgets 30 "$@" --out "$out/$name-$variant" >/dev/null 2>&1
@@ -71,20 +71,24 @@ PY
   for name in "${specs[@]}"; do
     # LANDSCAPES="h100_cuda cpu_default" runs only those.
     [ -z "${LANDSCAPES:-}" ] || [[ " $LANDSCAPES " == *" $name "* ]] || continue
-    row "$name" before false 0.02
-    row "$name" race false 0.02 --race 0.10
-    row "$name" drained true 0.02
-    row "$name" stop5 false 0.05
-    row "$name" drained+race+stop5 true 0.05 --race 0.10
-    row "$name" all true 0.05 --race 0.10 --until-converged
+    row "$name" before false 0.02 5
+    row "$name" race false 0.02 5 --race 0.10
+    row "$name" drained true 0.02 5
+    row "$name" stop5 false 0.05 5
+    row "$name" settle3 false 0.02 3
+    row "$name" drained+race+stop5 true 0.05 5 --race 0.10
+    row "$name" drained+race+stop5+settle3 true 0.05 3 --race 0.10
+    row "$name" all true 0.05 3 --race 0.10 --until-converged
   done
   echo
-  echo "before: the fixed 1.5 s warm-up, windows until 5 agree within 2%, every trial measured in full, the whole"
+  echo "before: the fixed 1.5 s warm-up, windows until the last 5 agree within 2%, every trial measured in full, the whole"
   echo "budget (the rule before issue 15)."
   echo "race: racing inside a trial (margin 0.10, the default); drained: the warm-up ends 0.5 s in once the queue is seen"
   echo "drained, or full three steps running (warmup_until_drained; a replayed configuration's queue is full as its"
   echo "recorded warmup_ahead says, a synthetic one's wherever its loader never waits); stop5: windows until 5 agree"
-  echo "within 5% (target_rsd 0.05, the default now); converged: budget until_converged; all: every lever."
+  echo "within 5% (target_rsd 0.05, the default now); settle3: a steady measurement may stop after 3 or 4 windows"
+  echo "(fewest_windows 3, the default now: when the 90% bound on their spread gives the precision of 5 windows at"
+  echo "target_rsd; the other variants keep 5); converged: budget until_converged; all: every lever."
   echo "seconds: the trials' own (simulated) seconds, summed: start-up, warm-up, timed windows."
   echo "cpu_default's steps scatter so that its windows spread as much as the sweep recorded."
   echo "compare folders: $out"

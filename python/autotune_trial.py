@@ -40,9 +40,13 @@ cuda harness, README "How a trial is measured"):
    give it ``warmup_until_drained=False``).
 2. Timed windows of at least ``window_s`` seconds (0.3) and 2 steps each.
 3. Stop when the last 5 windows' throughputs have a relative standard
-   deviation at or under ``target_rsd`` (0.05), or when ``max_s`` seconds
-   (10, warm-up included) have passed; a window the cap cuts short is
-   dropped. The result is the last 5 windows' samples over their seconds.
+   deviation at or under ``target_rsd`` (0.05), or sooner, after 3 or 4
+   windows (``fewest_windows``: 3), when even the 90% upper bound on their
+   spread gives their mean the precision 5 windows at ``target_rsd`` give (a
+   steady job: 3 windows within 1.26%, 4 within 1.97%), or when ``max_s``
+   seconds (10, warm-up included) have passed; a window the cap cuts short
+   is dropped. The result is the last 5 windows' samples over their seconds
+   (all of them when fewer).
 
 Each step's time is split into waiting for the next batch (inside the
 loader's ``next``) and the rest (computing): ``data_wait_fraction`` is the
@@ -97,6 +101,7 @@ RULE = {
     "window_min_steps": 2,
     "rsd_windows": 5,
     "target_rsd": 0.05,
+    "fewest_windows": 3,
     "max_s": 10.0,
 }
 
@@ -494,9 +499,8 @@ class Meter:
             if full:
                 self._windows.append((w[0], now, w[1], w[2]))
             k = r["rsd_windows"]
-            rates = [s / (t1 - t0) for t0, t1, s, _ in self._windows[-k:]]
             all_rates = [s / (t1 - t0) for t0, t1, s, _ in self._windows]
-            if full and len(rates) >= k and _rsd(rates) <= r["target_rsd"]:
+            if full and spread_settled(all_rates, r["target_rsd"], k, r["fewest_windows"]):
                 self._stopped_by_rsd = True
                 self._finish(now)
             elif full and self.stop_below and surely_below(all_rates, self.stop_below / self._ranks_summed()):
@@ -721,6 +725,25 @@ def surely_below(rates, bar, floor_rsd=0.02):
     sd = max(_rsd(rates), floor_rsd) * mean
     t = _T95[n - 2] if n - 1 <= 10 else 1.75
     return mean + t * sd / math.sqrt(n) < bar
+
+
+# Lower 10% quantiles of chi-squared with 2..9 degrees of freedom.
+_CHI2_LOW10 = (0.2107, 0.5844, 1.0636, 1.6103, 2.2041, 2.8331, 3.4895, 4.1682)
+
+
+def spread_settled(rates, target_rsd, rsd_windows=5, fewest_windows=3):
+    """The stop on the spread (the harness's rule, workloads/measure.hpp):
+    with `rsd_windows` windows or more, the last ones spread by at most
+    `target_rsd`; with m of them, fewest_windows <= m < rsd_windows (m >= 3,
+    m <= 10), the 90% upper bound on their true spread, rsd * sqrt((m-1) /
+    chi2_0.10(m-1)), over sqrt(m), is at most target_rsd / sqrt(rsd_windows)."""
+    n, k = len(rates), max(2, rsd_windows)
+    if n >= k:
+        return _rsd(rates[-k:]) <= target_rsd
+    if n < max(3, fewest_windows) or n > 10:
+        return False
+    bound = _rsd(rates) * math.sqrt((n - 1) / _CHI2_LOW10[n - 3])
+    return bound / math.sqrt(n) <= target_rsd / math.sqrt(k)
 
 
 def _rsd(values):

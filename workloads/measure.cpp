@@ -29,6 +29,7 @@ std::string validate(const MeasureConfig& c) {
   if (c.window_min_steps < 1) return "window_min_steps must be at least 1";
   if (c.rsd_windows < 2) return "rsd_windows must be at least 2";
   if (!(c.target_rsd > 0)) return "target_rsd must be positive";
+  if (c.fewest_windows < 3) return "fewest_windows must be at least 3";
   if (!(c.max_seconds > 0)) return "max_seconds must be positive";
   if (!(c.warmup_floor_seconds >= 0)) return "warmup_floor_seconds must be at least 0";
   return {};
@@ -62,6 +63,20 @@ bool surely_below(const double* rates, std::size_t n, double bar, double floor_r
   const double sd = std::max(relative_spread(rates, n), floor_rsd) * mean;
   const double t = student_t95(static_cast<int>(n - 1));
   return mean + t * sd / std::sqrt(static_cast<double>(n)) < bar;
+}
+
+bool spread_settled(const double* rates, std::size_t n, const MeasureConfig& c) {
+  // Lower 10% quantiles of chi-squared with 2..9 degrees of freedom.
+  static constexpr double kChi2Low10[] = {0.2107, 0.5844, 1.0636, 1.6103, 2.2041, 2.8331, 3.4895, 4.1682};
+  constexpr std::size_t kFewest = 3, kMostEarly = 10;
+  const auto k = static_cast<std::size_t>(std::max(2, c.rsd_windows));
+  const double target_rsd = c.target_rsd;
+  if (n >= k) return relative_spread(rates + (n - k), k) <= target_rsd;
+  if (n < std::max<std::size_t>(kFewest, static_cast<std::size_t>(std::max(0, c.fewest_windows))) || n > kMostEarly)
+    return false;
+  const double dof = static_cast<double>(n - 1);
+  const double spread_bound = relative_spread(rates, n) * std::sqrt(dof / kChi2Low10[n - kFewest]);
+  return spread_bound / std::sqrt(static_cast<double>(n)) <= target_rsd / std::sqrt(static_cast<double>(k));
 }
 
 MeasureResult measure_steps(const MeasureConfig& c, const std::function<StepResult()>& step,
@@ -135,7 +150,7 @@ MeasureResult measure_steps(const MeasureConfig& c, const std::function<StepResu
       windows.push_back(w);
       rates.push_back(w.samples / w.seconds);
     }
-    if (rates.size() >= k && relative_spread(&rates[rates.size() - k], k) <= c.target_rsd) {
+    if (spread_settled(rates.data(), rates.size(), c)) {
       r.stopped_by_rsd = true;
       break;
     }

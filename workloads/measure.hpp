@@ -35,7 +35,9 @@
 //    `window_seconds`; its throughput is samples / seconds.
 // 3. Stop when the last `rsd_windows` windows have a relative standard
 //    deviation (sample stddev / mean) at or under `target_rsd` (stopped_by_rsd),
-//    or when `max_seconds` since the start have passed (the cap). At least one
+//    or, sooner, when 3 or 4 windows already pin their mean down as well
+//    as that would, with 90% confidence (`spread_settled`: a steady job
+//    stops after 3 windows instead of 5), or when `max_seconds` since the start have passed (the cap). At least one
 //    timed window is always completed, so a step slower than the cap overruns
 //    it by one window; a window the cap cuts short is dropped. The result averages the last `rsd_windows` windows
 //    (all windows if fewer): their samples over their seconds.
@@ -70,6 +72,10 @@ struct MeasureConfig {
   // the cap, which a 2% target made them do; what the target still buys is
   // a guard against a drift (windows trending by more than 5%).
   double target_rsd = 0.05;
+  // The fewest windows the stop on the spread may take (spread_settled);
+  // rsd_windows or more: only the last rsd_windows windows' spread, the rule
+  // before early settling.
+  int fewest_windows = 3;
   double max_seconds = 6.0;
   double stop_below = 0;  // samples/s; 0: no racing
 };
@@ -131,6 +137,18 @@ double student_t95(int dof);
 // least `floor_rsd` of the mean (a few windows can agree by chance), is under
 // the bar. Needs two windows or more.
 bool surely_below(const double* rates, std::size_t n, double bar, double floor_rsd = 0.02);
+
+// The stop on the spread (rule 3) over the windows so far (rates[0..n)),
+// with k = c.rsd_windows and c.target_rsd. With k of them or more: the last k have rsd <= target_rsd, so
+// their mean is known to about target_rsd / sqrt(k). With m of them, 3 <= m
+// < k (m >= c.fewest_windows, m <= 10): settled when even the 90% upper bound on the windows'
+// true spread, rsd * sqrt((m-1) / chi2_0.10(m-1)), gives m windows that
+// precision: bound / sqrt(m) <= target_rsd / sqrt(k). The bound, not the
+// spread itself, because three windows can agree by chance: stopping on a
+// lucky low spread would report a noisy mean as a precise one. With k = 5
+// and a 5% target, 3 windows stop at a 1.26% spread, 4 at 1.97%: a steady
+// job is measured in 3 windows instead of 5, a noisy one as before.
+bool spread_settled(const double* rates, std::size_t n, const MeasureConfig& c);
 
 // The loader as the virtual clock below sees it: the share of a step spent
 // waiting for data once the queue is drained (0: the loader keeps ahead), the

@@ -14,6 +14,16 @@ namespace {
 OptionSpec target_rsd_option(std::string help) {
   return {"target_rsd", OptionType::number, OptionValue{MeasureConfig{}.target_rsd}, std::move(help), {}, 1e-6, 10.0};
 }
+OptionSpec fewest_windows_option() {
+  return {"fewest_windows",
+          OptionType::integer,
+          OptionValue{std::int64_t{MeasureConfig{}.fewest_windows}},
+          "the fewest timed windows a steady measurement stops after (3: when even the 90% bound on their spread "
+          "gives the precision 5 windows at target_rsd give); 5 or more: only the last 5 windows' spread decides",
+          {},
+          3.0,
+          1000.0};
+}
 }  // namespace
 
 std::vector<OptionSpec> pipeline_option_specs(const PipelineDefaults& d) {
@@ -32,6 +42,7 @@ std::vector<OptionSpec> pipeline_option_specs(const PipelineDefaults& d) {
        "(the prefetched backlog is gone), or three steps in a row found it full (the workers keep ahead)"},
       {"window_seconds", OptionType::duration, OptionValue{d.window_seconds}, "minimum length of a timed window", {}, 0.0},
       target_rsd_option("stop when the relative spread of the last 5 window throughputs is at or under this"),
+      fewest_windows_option(),
       {"max_seconds", OptionType::duration, OptionValue{d.max_seconds},
        "time cap of one measurement (warm-up included)", {}, 0.01},
       {"seed", OptionType::integer, OptionValue{I{0}}, "seed of the synthetic data, mixed with the trial's"},
@@ -72,6 +83,7 @@ std::string read_pipeline_knobs(const Options& opts, const Assignment& config, c
   m.ahead_min_steps = workers;  // each queue's first read finds the stock (measure.hpp)
   m.window_seconds = opts.get_number("window_seconds");
   m.target_rsd = opts.get_number("target_rsd");
+  m.fewest_windows = static_cast<int>(opts.get_int("fewest_windows"));
   m.max_seconds = opts.get_number("max_seconds");
   if (ctx.timeout_s > 0) m.max_seconds = std::min(m.max_seconds, 0.8 * ctx.timeout_s);
   // The floor never outlasts the warm-up it shortens, nor the cap's half.
@@ -108,6 +120,7 @@ void measure_on_virtual_clock(Outcome& o, const Assignment& config, const TrialC
   c.stop_below = ctx.stop_below;
   c.warmup_until_drained = clock.warmup_until_drained;
   c.target_rsd = clock.target_rsd;
+  c.fewest_windows = clock.fewest_windows;
   const std::int64_t workers = std::max<std::int64_t>(0, config.get_int("num_workers", 0));
   const std::int64_t prefetch = std::max<std::int64_t>(1, config.get_int("prefetch_factor", 2));
   c.warmup_min_steps = batches_before_first_step(workers, prefetch);  // as read_pipeline_knobs
@@ -158,12 +171,13 @@ std::vector<OptionSpec> virtual_clock_option_specs(const std::string& simulated_
       {"startup_seconds", OptionType::duration, OptionValue{d.startup_s}, startup_help, {}, 0.0},
       target_rsd_option("with simulated_time: the harness's stop on the spread of the last 5 windows (as the cpu "
                         "workload's option of that name)"),
+      fewest_windows_option(),
   };
 }
 
 VirtualClock read_virtual_clock(const Options& o) {
   return {o.get_bool("simulated_time"), o.get_bool("warmup_until_drained"), o.get_number("startup_seconds"),
-          o.get_number("target_rsd")};
+          o.get_number("target_rsd"), static_cast<int>(o.get_int("fewest_windows"))};
 }
 
 std::vector<OptionSpec> model_option_specs(const ModelDefaults& d) {

@@ -77,15 +77,16 @@ void add_measure_metrics(const MeasureResult& r, Outcome& o);
 std::int64_t batches_before_first_step(std::int64_t workers, std::int64_t prefetch);
 
 // How a modelled workload (synthetic, replay) times its trials, from its
-// options simulated_time, warmup_until_drained, startup_seconds and
-// target_rsd.
+// options simulated_time, warmup_until_drained, startup_seconds,
+// target_rsd and fewest_windows.
 struct VirtualClock {
   bool on = false;
   bool warmup_until_drained = true;
   double startup_s = 2.0;
   double target_rsd = MeasureConfig{}.target_rsd;
+  int fewest_windows = MeasureConfig{}.fewest_windows;
 };
-// Those four options; `simulated_help` and `startup_help` describe the
+// Those five options; `simulated_help` and `startup_help` describe the
 // first and the third as this workload uses them.
 std::vector<OptionSpec> virtual_clock_option_specs(const std::string& simulated_help,
                                                    const std::string& startup_help);

@@ -109,7 +109,8 @@ class Rule(unittest.TestCase):
         self.assertGreaterEqual(r["warmup_steps"], 3 * (2 + 1), "the prefetched backlog is not timed")
         self.assertEqual(r["stopped_by_rsd"], 1)
         self.assertLessEqual(r["throughput_rsd"], autotune_trial.RULE["target_rsd"])
-        self.assertGreaterEqual(r["windows"], autotune_trial.RULE["rsd_windows"])
+        self.assertGreaterEqual(r["windows"], autotune_trial.RULE["fewest_windows"])
+        self.assertEqual(r["mean_windows"], min(r["windows"], autotune_trial.RULE["rsd_windows"]))
         # 8 samples per ~3 ms step: within 25% of 2700 samples/s whatever the VM's scheduling.
         self.assertGreater(r["throughput"], 8 / 0.0045)
         self.assertLess(r["throughput"], 8 / 0.0029)
@@ -205,7 +206,47 @@ class Racing(unittest.TestCase):
     def test_a_job_above_the_bar_is_measured_in_full(self):
         r, _ = self.run_loop(0.002, stop_below=1.0)
         self.assertNotIn("raced", r)
-        self.assertGreaterEqual(r["windows"], autotune_trial.RULE["rsd_windows"])
+        self.assertGreaterEqual(r["windows"], autotune_trial.RULE["fewest_windows"])
+
+    def test_the_stop_on_the_spread_matches_the_harness(self):
+        # The vectors of measure_test.cpp's SteadyWindowsSettleInThreeOrFourNoisierOnesTakeFive.
+        settled = autotune_trial.spread_settled
+        self.assertTrue(settled([100, 101, 100], 0.05))
+        self.assertFalse(settled([100, 103, 100], 0.05), "three windows can agree by chance")
+        self.assertTrue(settled([100, 102, 98, 100], 0.05))
+        self.assertFalse(settled([100, 100], 0.05), "two windows never settle")
+        self.assertTrue(settled([100, 109, 100, 109, 100], 0.05))
+        self.assertTrue(settled([90, 100, 100, 100, 100, 100], 0.05), "the last 5 decide")
+        self.assertFalse(settled([100, 109, 100, 109, 100], 0.04))
+        self.assertFalse(settled([100, 101, 100], 0.05, fewest_windows=5), "the rule before early settling")
+        self.assertTrue(settled([100, 109, 100, 109, 100], 0.05, fewest_windows=5))
+
+    def test_a_steady_job_stops_after_three_windows_with_fewest_windows_5_after_five(self):
+        class SteadyClock:  # every reading 1 ms after the last: every window's rate the same
+            now = 0.0
+
+            def perf_counter(self):
+                self.now += 0.001
+                return self.now
+
+            def __getattr__(self, name):
+                return getattr(time, name)
+
+        def run(**kw):
+            real, autotune_trial.time = autotune_trial.time, SteadyClock()
+            try:
+                meter = autotune_trial.Meter(batch_size=4, warmup_s=0.05, warmup_until_drained=False, window_s=0.05,
+                                             **kw)
+                for _ in meter.batches(iter(lambda: [0] * 4, None)):
+                    pass
+            finally:
+                autotune_trial.time = real
+            return meter.result
+        quick, old = run(), run(fewest_windows=5)
+        self.assertEqual(quick["stopped_by_rsd"], 1)
+        self.assertEqual(old["stopped_by_rsd"], 1)
+        self.assertEqual(quick["windows"], 3, quick)
+        self.assertEqual(old["windows"], 5, old)
 
     def test_the_rule_matches_the_harness(self):
         self.assertFalse(autotune_trial.surely_below([100], 1000), "one window never decides")

@@ -54,12 +54,59 @@ TEST(Measure, SteadyStepsStopByRsdWithExactThroughput) {
   EXPECT_FALSE(r.failed);
   EXPECT_TRUE(r.stopped_by_rsd);
   EXPECT_TRUE(r.warmup_complete);
-  EXPECT_EQ(r.windows, 5);
+  EXPECT_EQ(r.windows, 3) << "windows that agree exactly settle at the fewest";
+  EXPECT_EQ(r.mean_windows, 3);
   EXPECT_NEAR(r.throughput, 1000.0, 1e-6);  // 10 samples per 10 ms
   EXPECT_NEAR(r.throughput_rsd, 0.0, 1e-9);
   EXPECT_NEAR(r.busy_fraction, 0.5, 1e-9);
   EXPECT_GE(r.warmup_seconds, 1.5);
-  EXPECT_LT(r.elapsed_seconds, 1.5 + 5 * 0.2 + 0.1);
+  EXPECT_LT(r.elapsed_seconds, 1.5 + 3 * 0.2 + 0.1);
+}
+
+// The early stop on the spread: 3 or 4 windows stop only when even the 90%
+// bound on their spread gives the precision of 5 windows at the target.
+TEST(Measure, SteadyWindowsSettleInThreeOrFourNoisierOnesTakeFive) {
+  MeasureConfig c = config();
+  c.target_rsd = 0.05;  // 5 windows: 5% / sqrt(5) = 2.24% on the mean
+  const double steady3[] = {100, 101, 100};  // rsd 0.58%: bound 1.77%, / sqrt(3) = 1.02%
+  EXPECT_TRUE(spread_settled(steady3, 3, c));
+  const double loose3[] = {100, 103, 100};  // rsd 1.7%: bound 5.3%, / sqrt(3) = 3.0%
+  EXPECT_FALSE(spread_settled(loose3, 3, c)) << "three windows can agree by chance";
+  const double steady4[] = {100, 102, 98, 100};  // rsd 1.63%: bound 3.7%, / 2 = 1.85%
+  EXPECT_TRUE(spread_settled(steady4, 4, c));
+  const double two[] = {100, 100};
+  EXPECT_FALSE(spread_settled(two, 2, c)) << "two windows never settle";
+  const double five[] = {100, 109, 100, 109, 100};  // rsd 4.9%: the plain rule
+  EXPECT_TRUE(spread_settled(five, 5, c));
+  const double drift[] = {90, 100, 100, 100, 100, 100};  // the last 5 decide
+  EXPECT_TRUE(spread_settled(drift, 6, c));
+  c.target_rsd = 0.04;
+  EXPECT_FALSE(spread_settled(five, 5, c));
+  c.target_rsd = 0.05;
+  c.fewest_windows = 5;  // the rule before early settling
+  EXPECT_FALSE(spread_settled(steady3, 3, c));
+  EXPECT_FALSE(spread_settled(steady4, 4, c));
+  EXPECT_TRUE(spread_settled(five, 5, c));
+}
+
+TEST(Measure, WindowsThatScatterByTwoPercentRunToFive) {
+  // Windows of exactly 20 steps (after a 20-step warm-up) alternate between
+  // steps of 9.8 ms and of 10.2 ms: rates 1020 and 980, a 2% spread, too
+  // loose for 3 or 4 windows to settle, within the 5% target for 5.
+  FakePipeline p;
+  p.step_seconds = [](std::int64_t i) { return (i / 20) % 2 ? 0.0102 : 0.0098; };
+  MeasureConfig c = config();
+  c.target_rsd = 0.05;
+  c.warmup_seconds = 0;
+  c.warmup_min_steps = 20;
+  c.warmup_until_drained = false;
+  c.window_seconds = 0;
+  c.window_min_steps = 20;
+  const MeasureResult r = p.run(c);
+  EXPECT_EQ(r.warmup_steps, 20);
+  EXPECT_TRUE(r.stopped_by_rsd);
+  EXPECT_EQ(r.windows, 5);
+  EXPECT_NEAR(r.throughput, 1000.0, 15.0);
 }
 
 TEST(Measure, WarmUpOutlastsThePrefetchedBacklog) {
@@ -316,11 +363,11 @@ TEST(Measure, ATrialNearTheBarIsMeasuredInFull) {
   FakePipeline p;
   p.step_seconds = [](std::int64_t) { return 0.01; };
   MeasureConfig c = config();
-  c.stop_below = 1010;  // 1% above: within what five windows can tell apart (the spread's floor is 2%)
+  c.stop_below = 1010;  // 1% above: within what three windows can tell apart (the spread's floor is 2%)
   const MeasureResult r = p.run(c);
   EXPECT_FALSE(r.raced);
   EXPECT_TRUE(r.stopped_by_rsd);
-  EXPECT_EQ(r.windows, 5);
+  EXPECT_EQ(r.windows, 3) << "settled, as a steady trial with no bar is";
 }
 
 TEST(Measure, NoisyWindowsNeedMoreEvidenceBeforeRacing) {
@@ -351,6 +398,9 @@ TEST(Measure, RelativeSpreadAndConfigChecks) {
   EXPECT_TRUE(validate(config()).empty());
   MeasureConfig bad = config();
   bad.rsd_windows = 1;
+  EXPECT_FALSE(validate(bad).empty());
+  bad = config();
+  bad.fewest_windows = 2;
   EXPECT_FALSE(validate(bad).empty());
 }
 
