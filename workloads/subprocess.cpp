@@ -329,7 +329,12 @@ ExternalRun supervise(pid_t pid, Fd& out_r, Fd& err_r, Fd* res_r, const ChildOpt
         if (has_result_file && result_written()) stop_after_result(now);
         else stop_group(now, false);
       }
-      if (!term_sent && opt.cancel && opt.cancel()) stop_group(now, true);
+      // Ctrl-C (or the tool's own stop) while a job that wrote its result
+      // takes its time to exit: the measurement is done, keep it.
+      if (!term_sent && opt.cancel && opt.cancel()) {
+        if (has_result_file && result_written()) stop_after_result(now);
+        else stop_group(now, true);
+      }
       if (term_sent && !kill_sent && now >= kill_at) {
         ::killpg(pgid, SIGKILL);
         kill_sent = true;

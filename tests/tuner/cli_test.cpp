@@ -265,6 +265,38 @@ TEST_F(Cli, SweepRecordsATableThatReplayReads) {
   EXPECT_EQ(YAML::LoadFile((m_dir / "replayed.yaml").string())["search"]["ok"].as<int>(), 180);
 }
 
+// Ctrl-C while a job that has written its result hangs in its teardown
+// (within its exit_grace): the measurement is done, and it is kept, not
+// dropped as a trial the stop cut short.
+TEST_F(Cli, CtrlCWhileAFinishedJobHangsKeepsItsResult) {
+  const auto started = m_dir / "done.pid";
+  auto spec = write("space.yaml",
+                    "workload: {kind: command, timeout: 300s, exit_grace: 120s, command: \"printf '{\\\"throughput\\\": 42}' "
+                    "> \\\"$AUTOTUNE_RESULT\\\"; echo $$ > " + started.string() + "; exec sleep 1000\"}\n"
+                    "space:\n  x: {values: [1, 2]}\n"
+                    "search: {strategy: grid, budget: 2}\n"
+                    "output: {tuned: " + (m_dir / "tuned.yaml").string() + "}\n");
+  pid_t pid = spawn("--config " + spec.string() + " --quiet >/dev/null 2>&1");
+  ASSERT_TRUE(wait_until([&] { return fs::exists(started) && fs::file_size(started) > 0; }));
+  ::kill(pid, SIGINT);
+  int st = 0;
+  ::waitpid(pid, &st, 0);
+  ASSERT_TRUE(WIFEXITED(st));
+  EXPECT_EQ(WEXITSTATUS(st), 130);
+  std::ifstream in(m_dir / "tuned.journal.jsonl");
+  int finished = 0;
+  for (std::string l; std::getline(in, l);) {
+    auto j = nlohmann::json::parse(l);
+    if (j["type"] != "finish") continue;
+    ++finished;
+    EXPECT_EQ(j["status"], "ok") << l;
+    EXPECT_EQ(j["throughput"], 42) << l;
+    EXPECT_EQ(j["metrics"]["stopped_after_result"], 1) << l;
+  }
+  EXPECT_EQ(finished, 1);
+  EXPECT_EQ(YAML::LoadFile((m_dir / "tuned.yaml").string())["search"]["ok"].as<int>(), 1);
+}
+
 // A sweep stopped while a trial runs keeps the rows measured and leaves out
 // the trial its own stop killed: a replay of the partial table must not read
 // a `timeout` into a configuration that was never measured (seen on a GPU
