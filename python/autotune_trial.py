@@ -360,6 +360,8 @@ class Meter:
         if unknown:
             raise TypeError(f"autotune_trial.Meter: unknown option(s) {sorted(unknown)}; known: {sorted(RULE)}")
         self.rule = dict(RULE, **rule)
+        if int(self.rule["fewest_windows"]) < 3:
+            raise ValueError("autotune_trial.Meter: fewest_windows must be at least 3")
         self.batch_size = batch_size if batch_size is not None else p.get("batch_size")
         workers = num_workers if num_workers is not None else p.get("num_workers", 0)
         prefetch = prefetch_factor if prefetch_factor is not None else p.get("prefetch_factor", 2)
@@ -624,6 +626,8 @@ class Meter:
                              f"({self._warmup_steps} steps)" if exhausted else "no timed window completed")
         res["windows"] = len(self._windows)
         res["stopped_by_rsd"] = 1 if self._stopped_by_rsd else 0
+        if self._stopped_by_rsd and len(self._windows) < r["rsd_windows"]:
+            res["settled_early"] = 1
         if self._raced:
             res["raced"] = 1
         res["warmup_complete"] = 1 if self._warmup_complete and self._warm else 0

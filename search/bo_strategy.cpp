@@ -49,7 +49,7 @@ constexpr double kConvergedGain = 0.005;
 constexpr int kConvergedProposals = 3;
 // A raced trial (stopped after two or three windows below the tuner's bar)
 // is a shorter measurement: four times the noise variance of a full one
-// (the spread of a mean of 2 windows against one of up to 10).
+// (the spread of a mean of 2 windows against one of 3 to 5).
 constexpr double kRacedNoiseScale = 4.0;
 
 class BoStrategy final : public StrategyBase {

@@ -97,6 +97,7 @@ struct MeasureResult {
   double throughput = 0;           // samples/s over the last rsd_windows windows
   double throughput_rsd = 0;       // over the same windows; 0 with one window
   bool stopped_by_rsd = false;     // false: the time cap, racing (or a failure) stopped it
+  bool settled_early = false;      // stopped by the spread with fewer than rsd_windows windows
   bool raced = false;              // stopped early below stop_below
   bool warmup_complete = true;     // both warm-up conditions were met
   bool warmup_drained = false;     // the warm-up ended early: the queue was seen empty
@@ -149,6 +150,13 @@ bool surely_below(const double* rates, std::size_t n, double bar, double floor_r
 // and a 5% target, 3 windows stop at a 1.26% spread, 4 at 1.97%: a steady
 // job is measured in 3 windows instead of 5, a noisy one as before.
 bool spread_settled(const double* rates, std::size_t n, const MeasureConfig& c);
+
+// The one-sided 90% upper bound on the true relative spread of m windows
+// (3 <= m <= 10) whose sample spread is rsd: rsd * sqrt((m-1) /
+// chi2_0.10(m-1)). A measurement that settled early was chosen for its low
+// sample spread, so whatever reads its precision afterwards (the racing
+// bar) takes this bound instead. Outside 3..10: rsd itself.
+double spread_upper_bound90(double rsd, int m);
 
 // The loader as the virtual clock below sees it: the share of a step spent
 // waiting for data once the queue is drained (0: the loader keeps ahead), the

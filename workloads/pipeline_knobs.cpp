@@ -99,6 +99,7 @@ std::int64_t batches_before_first_step(std::int64_t workers, std::int64_t prefet
 void add_measure_metrics(const MeasureResult& r, Outcome& o) {
   o.metrics["throughput_rsd"] = r.throughput_rsd;
   o.metrics["stopped_by_rsd"] = r.stopped_by_rsd ? 1.0 : 0.0;
+  if (r.settled_early) o.metrics["settled_early"] = 1.0;
   o.metrics["warmup_complete"] = r.warmup_complete ? 1.0 : 0.0;
   o.metrics["warmup_drained"] = r.warmup_drained ? 1.0 : 0.0;
   o.metrics["warmup_ahead"] = r.warmup_ahead ? 1.0 : 0.0;

@@ -246,7 +246,11 @@ class Racing(unittest.TestCase):
         self.assertEqual(quick["stopped_by_rsd"], 1)
         self.assertEqual(old["stopped_by_rsd"], 1)
         self.assertEqual(quick["windows"], 3, quick)
+        self.assertEqual(quick.get("settled_early"), 1, "the tuner reads its spread as a bound")
         self.assertEqual(old["windows"], 5, old)
+        self.assertNotIn("settled_early", old)
+        with self.assertRaises(ValueError):
+            autotune_trial.Meter(batch_size=4, fewest_windows=2)
 
     def test_the_rule_matches_the_harness(self):
         self.assertFalse(autotune_trial.surely_below([100], 1000), "one window never decides")

@@ -20,7 +20,7 @@ TEST(CpuWorkload, IsRegisteredWithItsOptions) {
   const WorkloadInfo* info = find_workload("cpu");
   ASSERT_NE(info, nullptr);
   for (const char* key : {"depth", "width", "input_dim", "classes", "sample_bytes", "preprocess_passes",
-                          "dataset_samples", "warmup_seconds", "target_rsd", "max_seconds", "threads"}) {
+                          "dataset_samples", "warmup_seconds", "target_rsd", "fewest_windows", "max_seconds", "threads"}) {
     bool found = false;
     for (const auto& o : info->options) found = found || o.key == key;
     EXPECT_TRUE(found) << key;

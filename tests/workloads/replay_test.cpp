@@ -86,5 +86,31 @@ TEST_F(ReplayTest, ErrorsNameTheFileAndLine) {
   }
 }
 
+// The stop on the spread's fewest_windows reaches the measurement the
+// virtual clock makes (as it reaches the cpu and cuda harnesses' through the
+// same options): a steady level settles at 3 windows, or at 5 with 5.
+TEST_F(ReplayTest, FewestWindowsReachesTheSimulatedMeasurement) {
+  auto f = write("steady.csv",
+                 "batch_size,pin_memory,status,throughput,throughput_rsd\n"
+                 "32,true,ok,1000,0.001\n");
+  auto info = replay_workload_info();
+  WorkloadEnv env{{"batch_size", "pin_memory"}, m_dir};
+  auto windows = [&](std::int64_t fewest) {
+    auto w = info.make(Options::with_defaults(info.options, {{"file", OptionValue{f.string()}},
+                                                             {"simulated_time", OptionValue{true}},
+                                                             {"fewest_windows", OptionValue{fewest}}}),
+                       env);
+    TrialContext ctx;
+    ctx.seed = 7;
+    const Outcome o = w->measure(a(32, true), ctx);
+    EXPECT_EQ(o.status, Status::ok) << o.reason;
+    EXPECT_EQ(o.metric("stopped_by_rsd").value_or(0), 1);
+    EXPECT_EQ(o.metric("settled_early").value_or(0), fewest < 5 ? 1 : 0);
+    return o.metric("windows").value_or(0);
+  };
+  EXPECT_EQ(windows(3), 3);
+  EXPECT_EQ(windows(5), 5);
+}
+
 }  // namespace
 }  // namespace autotune
