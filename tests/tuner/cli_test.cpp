@@ -91,6 +91,24 @@ class Cli : public ::testing::Test {
     }
     return pid;
   }
+  // Sends `sig` to the spawned tuner once `ready` holds, and waits for it:
+  // its exit status, -1 if a signal ended it, -2 if `ready` never held.
+  static int stop_when(pid_t pid, int sig, const std::function<bool()>& ready) {
+    const bool was_ready = wait_until(ready);
+    ::kill(pid, was_ready ? sig : SIGKILL);
+    int st = 0;
+    ::waitpid(pid, &st, 0);
+    if (!was_ready) return -2;
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  }
+  static bool written(const fs::path& p) { return fs::exists(p) && fs::file_size(p) > 0; }
+  // A space of two trials, x = 1 and x = 2, of a command job (`command`,
+  // YAML-escaped for a double-quoted string), graded in that order.
+  fs::path two_command_trials(const std::string& command, const std::string& options = "",
+                              const std::string& more = "") {
+    return write("space.yaml", "workload: {kind: command, timeout: 300s, " + options + "command: \"" + command +
+                                   "\"}\nspace:\n  x: {values: [1, 2]}\nsearch: {strategy: grid, budget: 2}\n" + more);
+  }
   fs::path m_dir;
 };
 
@@ -197,12 +215,7 @@ TEST_F(Cli, OverridesAndResumeContinueWithoutRerunning) {
 TEST_F(Cli, CtrlCWritesTheBestSoFarAndExits130) {
   auto spec = write("space.yaml", synthetic_spec("400", ", trial_seconds: 0.1"));
   pid_t pid = spawn("--config " + spec.string() + " --quiet >/dev/null 2>&1");
-  ASSERT_TRUE(wait_until([&] { return count_finished(m_dir / "tuned.journal.jsonl") >= 3; }));
-  ::kill(pid, SIGINT);
-  int st = 0;
-  ::waitpid(pid, &st, 0);
-  ASSERT_TRUE(WIFEXITED(st));
-  EXPECT_EQ(WEXITSTATUS(st), 130);
+  ASSERT_EQ(stop_when(pid, SIGINT, [&] { return count_finished(m_dir / "tuned.journal.jsonl") >= 3; }), 130);
   YAML::Node y = YAML::LoadFile((m_dir / "tuned.yaml").string());
   EXPECT_EQ(y["search"]["stopped_by"].as<std::string>(), "interrupted");
   const auto finished = count_finished(m_dir / "tuned.journal.jsonl");
@@ -270,19 +283,11 @@ TEST_F(Cli, SweepRecordsATableThatReplayReads) {
 // dropped as a trial the stop cut short.
 TEST_F(Cli, CtrlCWhileAFinishedJobHangsKeepsItsResult) {
   const auto started = m_dir / "done.pid";
-  auto spec = write("space.yaml",
-                    "workload: {kind: command, timeout: 300s, exit_grace: 120s, command: \"printf '{\\\"throughput\\\": 42}' "
-                    "> \\\"$AUTOTUNE_RESULT\\\"; echo $$ > " + started.string() + "; exec sleep 1000\"}\n"
-                    "space:\n  x: {values: [1, 2]}\n"
-                    "search: {strategy: grid, budget: 2}\n"
-                    "output: {tuned: " + (m_dir / "tuned.yaml").string() + "}\n");
+  auto spec = two_command_trials("printf '{\\\"throughput\\\": 42}' > \\\"$AUTOTUNE_RESULT\\\"; echo $$ > " +
+                                     started.string() + "; exec sleep 1000",
+                                 "exit_grace: 120s, ", "output: {tuned: " + (m_dir / "tuned.yaml").string() + "}\n");
   pid_t pid = spawn("--config " + spec.string() + " --quiet >/dev/null 2>&1");
-  ASSERT_TRUE(wait_until([&] { return fs::exists(started) && fs::file_size(started) > 0; }));
-  ::kill(pid, SIGINT);
-  int st = 0;
-  ::waitpid(pid, &st, 0);
-  ASSERT_TRUE(WIFEXITED(st));
-  EXPECT_EQ(WEXITSTATUS(st), 130);
+  ASSERT_EQ(stop_when(pid, SIGINT, [&] { return written(started); }), 130);
   std::ifstream in(m_dir / "tuned.journal.jsonl");
   int finished = 0;
   for (std::string l; std::getline(in, l);) {
@@ -303,20 +308,12 @@ TEST_F(Cli, CtrlCWhileAFinishedJobHangsKeepsItsResult) {
 // sweep cut by `timeout`: its last row was a 0.9 s "timeout").
 TEST_F(Cli, AnInterruptedSweepLeavesOutTheTrialItsStopCutShort) {
   const auto started = m_dir / "slow.pid";
-  auto spec = write("space.yaml",
-                    "workload: {kind: command, timeout: 300s, command: \"if [ {x} = 1 ]; then echo '{\\\"throughput\\\": 5}'; "
-                    "else echo $$ > " + started.string() + "; exec sleep 1000; fi\"}\n"
-                    "space:\n  x: {values: [1, 2]}\n"
-                    "search: {strategy: grid, budget: 2}\n");
+  auto spec = two_command_trials("if [ {x} = 1 ]; then echo '{\\\"throughput\\\": 5}'; else echo $$ > " +
+                                 started.string() + "; exec sleep 1000; fi");
   const auto csv = m_dir / "table.csv";
   const auto err = m_dir / "err.txt";
   pid_t pid = spawn("sweep --config " + spec.string() + " --out " + csv.string() + " 2>" + err.string());
-  ASSERT_TRUE(wait_until([&] { return fs::exists(started) && fs::file_size(started) > 0; }));
-  ::kill(pid, SIGTERM);
-  int st = 0;
-  ::waitpid(pid, &st, 0);
-  ASSERT_TRUE(WIFEXITED(st));
-  EXPECT_EQ(WEXITSTATUS(st), 130);
+  ASSERT_EQ(stop_when(pid, SIGTERM, [&] { return written(started); }), 130);
   EXPECT_FALSE(fs::exists(csv));
   std::ifstream in(csv.string() + ".partial");
   std::vector<std::string> lines;
