@@ -8,7 +8,7 @@
 // percentile over seeds, the mean number of failed trials and the mean time
 // per proposal.
 //
-// Usage: bench_strategy_efficiency [--seeds N] [--strategies a,b] [--budgets 15,30,60]
+// Usage: bench_strategy_efficiency [--seeds N] [--first-seed 0] [--strategies a,b] [--budgets 15,30,60]
 //                                  [--landscapes name,...] [--no-memory-metrics]
 #include <algorithm>
 #include <chrono>
@@ -26,6 +26,7 @@ using namespace autotune;
 
 int main(int argc, char** argv) {
   int seeds = 20;
+  int first_seed = 0;  // seeds first_seed .. first_seed + seeds - 1: fresh ones check what others chose
   std::vector<std::string> strategies = {"random", "heuristic", "anneal", "bo"};
   std::vector<int> budgets = {15, 30, 60};
   std::vector<std::string> only;
@@ -35,6 +36,7 @@ int main(int argc, char** argv) {
     const std::string a = argv[i];
     const bool more = i + 1 < argc;
     if (a == "--seeds" && more) seeds = std::stoi(argv[++i]);
+    else if (a == "--first-seed" && more) first_seed = std::stoi(argv[++i]);
     else if (a == "--strategies" && more) strategies = bench::split(argv[++i]);
     else if (a == "--budgets" && more) {
       budgets.clear();
@@ -50,7 +52,8 @@ int main(int argc, char** argv) {
 
   const SearchSpace space = bench::pipeline_space();
   const auto all = *space.enumerate();
-  std::printf("space: %zu valid configurations; %d seeds; memory metrics and limits %s\n", all.size(), seeds,
+  std::printf("space: %zu valid configurations; %d seeds (%d-%d); memory metrics and limits %s\n", all.size(), seeds,
+              first_seed, first_seed + seeds - 1,
               memory_metrics ? "given to the strategies" : "withheld");
   std::printf("%-14s %-10s %6s %8s %8s %8s %8s %10s\n", "landscape", "strategy", "budget", "median", "p10",
               "min", "failed", "ms/ask");
@@ -64,7 +67,7 @@ int main(int argc, char** argv) {
         std::vector<double> fraction;
         double failed = 0, ask_ms = 0;
         int asks = 0;
-        for (int seed = 0; seed < seeds; ++seed) {
+        for (int seed = first_seed; seed < first_seed + seeds; ++seed) {
           const Limits given = memory_metrics
                                    ? Limits{land.vram_limit_mb * 1048576.0, land.ram_limit_mb * 1048576.0}
                                    : Limits{};
