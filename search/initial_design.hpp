@@ -16,7 +16,7 @@ int initial_design_size(const SearchSpace& space, int budget);
 
 // n points spread over the space: a Latin hypercube over the positions of
 // the ordered parameters with every point at the centre of its stratum
-// ((i + 1/2) / n, pulled 40% of the way towards the middle), so that the design covers each range without sitting on
+// ((i + 1/2) / n, pulled 20% of the way towards the middle), so that the design covers each range without sitting on
 // its ends, where failures are likeliest; categorical values dealt out in
 // turn. The best of `tries` random designs by maximin distance in the
 // space's encoding (to each other and to `taken`, e.g. the baseline); each
