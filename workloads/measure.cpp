@@ -68,22 +68,21 @@ bool surely_below(const double* rates, std::size_t n, double bar, double floor_r
 namespace {
 // Lower 10% quantiles of chi-squared with 2..9 degrees of freedom.
 constexpr double kChi2Low10[] = {0.2107, 0.5844, 1.0636, 1.6103, 2.2041, 2.8331, 3.4895, 4.1682};
-constexpr std::size_t kFewest = 3, kMostEarly = 10;
+constexpr int kFewest = 3, kMostEarly = 10;  // the windows the table above covers
 }  // namespace
 
 double spread_upper_bound90(double rsd, int m) {
-  if (m < static_cast<int>(kFewest) || m > static_cast<int>(kMostEarly)) return rsd;
-  return rsd * std::sqrt(static_cast<double>(m - 1) / kChi2Low10[m - static_cast<int>(kFewest)]);
+  if (m < kFewest || m > kMostEarly) return rsd;
+  return rsd * std::sqrt(static_cast<double>(m - 1) / kChi2Low10[m - kFewest]);
 }
 
 bool spread_settled(const double* rates, std::size_t n, const MeasureConfig& c) {
   const auto k = static_cast<std::size_t>(std::max(2, c.rsd_windows));
-  const double target_rsd = c.target_rsd;
-  if (n >= k) return relative_spread(rates + (n - k), k) <= target_rsd;
-  if (n < std::max<std::size_t>(kFewest, static_cast<std::size_t>(std::max(0, c.fewest_windows))) || n > kMostEarly)
-    return false;
-  const double spread_bound = spread_upper_bound90(relative_spread(rates, n), static_cast<int>(n));
-  return spread_bound / std::sqrt(static_cast<double>(n)) <= target_rsd / std::sqrt(static_cast<double>(k));
+  if (n >= k) return relative_spread(rates + (n - k), k) <= c.target_rsd;
+  const int m = static_cast<int>(n);
+  if (m < std::max(kFewest, c.fewest_windows) || m > kMostEarly) return false;
+  const double bound = spread_upper_bound90(relative_spread(rates, n), m);
+  return bound / std::sqrt(static_cast<double>(m)) <= c.target_rsd / std::sqrt(static_cast<double>(k));
 }
 
 MeasureResult measure_steps(const MeasureConfig& c, const std::function<StepResult()>& step,

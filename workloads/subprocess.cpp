@@ -294,10 +294,17 @@ ExternalRun supervise(pid_t pid, Fd& out_r, Fd& err_r, Fd* res_r, const ChildOpt
     text << in.rdbuf();
     return nlohmann::json::parse(text.str(), nullptr, /*allow_exceptions=*/false).is_object();
   };
-  auto stop_after_result = [&](double now) {
-    stop_group(now, false);
-    run.timed_out = false;
-    run.stopped_after_result = true;
+  // Every stop the runner decides (the grace after the result, the timeout,
+  // Ctrl-C or the tool's own stop): a job that has written its result is
+  // stopped after it, its measurement kept; any other is a timeout or a cancel.
+  auto stop = [&](double now, bool cancelled) {
+    if (term_sent) return;
+    const bool has_result = result_seen_at >= 0 || (has_result_file && result_written());
+    stop_group(now, cancelled && !has_result);
+    if (has_result) {
+      run.timed_out = false;
+      run.stopped_after_result = true;
+    }
   };
 
   for (;;) {
@@ -324,17 +331,9 @@ ExternalRun supervise(pid_t pid, Fd& out_r, Fd& err_r, Fd* res_r, const ChildOpt
         next_result_check = now + 0.1;
         if (result_written()) result_seen_at = now;
       }
-      if (!term_sent && result_seen_at >= 0 && now >= result_seen_at + opt.exit_grace_s) stop_after_result(now);
-      if (!term_sent && now >= deadline) {
-        if (has_result_file && result_written()) stop_after_result(now);
-        else stop_group(now, false);
-      }
-      // Ctrl-C (or the tool's own stop) while a job that wrote its result
-      // takes its time to exit: the measurement is done, keep it.
-      if (!term_sent && opt.cancel && opt.cancel()) {
-        if (has_result_file && result_written()) stop_after_result(now);
-        else stop_group(now, true);
-      }
+      if (result_seen_at >= 0 && now >= result_seen_at + opt.exit_grace_s) stop(now, false);
+      if (now >= deadline) stop(now, false);
+      if (!term_sent && opt.cancel && opt.cancel()) stop(now, true);
       if (term_sent && !kill_sent && now >= kill_at) {
         ::killpg(pgid, SIGKILL);
         kill_sent = true;
