@@ -83,6 +83,28 @@ std::optional<FailureReading> read_dataloader(const std::vector<std::string_view
         line.find("exited unexpectedly") != std::string_view::npos && line.find("raise ") == std::string_view::npos)
       return FailureReading{Status::host_oom,
                             std::string(line) + " (a worker vanished: the kernel's OOM killer, most likely)"};
+  // A worker killed while the main process takes a batch's shared memory
+  // from it (torch/multiprocessing/reductions.py's rebuild_storage_fd, over
+  // multiprocessing's resource_sharer connection to that worker): when the
+  // kill beats PyTorch's own look at its workers, the traceback ends in the
+  // connection's error, with neither message above (seen in about a third of
+  // runs of a worker SIGKILLed a few milliseconds after sending a batch).
+  if (!lines.empty()) {
+    bool handover = false, in_loader = false;
+    for (auto line : lines) {
+      handover = handover || line.find("rebuild_storage_fd") != std::string_view::npos;
+      in_loader = in_loader || line.find("torch/utils/data/dataloader.py") != std::string_view::npos;
+    }
+    const std::string_view last = lines.front();
+    static constexpr std::string_view kLostConnection[] = {"EOFError", "ConnectionRefusedError",
+                                                           "ConnectionResetError", "FileNotFoundError"};
+    const bool lost = std::any_of(std::begin(kLostConnection), std::end(kLostConnection),
+                                  [&](std::string_view e) { return last.rfind(e, 0) == 0; });
+    if (handover && in_loader && lost)
+      return FailureReading{Status::host_oom,
+                            std::string(last) + " while taking a batch from a DataLoader worker (the worker "
+                                                "vanished: the kernel's OOM killer, most likely)"};
+  }
   return std::nullopt;
 }
 

@@ -92,6 +92,31 @@ TEST(ReportedFailure, DataLoaderWorkers) {
       1, false);
   ASSERT_TRUE(r);
   EXPECT_EQ(r->status, Status::crash) << "a segfault in a worker is not memory: " << r->reason;
+
+  // A worker killed as the main process took a batch's shared memory from it:
+  // no DataLoader message, only the connection's EOFError (a real traceback,
+  // Debian's python3-torch, shortened).
+  const std::string handover =
+      "Traceback (most recent call last):\n"
+      "  File \"/usr/lib/python3/dist-packages/torch/utils/data/dataloader.py\", line 1120, in _try_get_data\n"
+      "    data = self._data_queue.get(timeout=timeout)\n"
+      "  File \"/usr/lib/python3.11/multiprocessing/queues.py\", line 122, in get\n"
+      "    return _ForkingPickler.loads(res)\n"
+      "  File \"/usr/lib/python3/dist-packages/torch/multiprocessing/reductions.py\", line 305, in "
+      "rebuild_storage_fd\n"
+      "    fd = df.detach()\n"
+      "  File \"/usr/lib/python3.11/multiprocessing/resource_sharer.py\", line 58, in detach\n"
+      "    return reduction.recv_handle(conn)\n"
+      "  File \"/usr/lib/python3.11/multiprocessing/reduction.py\", line 159, in recvfds\n"
+      "    raise EOFError\n"
+      "EOFError\n";
+  r = read_reported_failure(handover, 1, false);
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, Status::host_oom);
+  EXPECT_NE(r->reason.find("DataLoader worker"), std::string::npos) << r->reason;
+  // The same error elsewhere (a script's own pipe) stays the script's error.
+  EXPECT_FALSE(read_reported_failure("Traceback (most recent call last):\n  File \"train.py\", line 3\nEOFError\n", 1,
+                                     false));
 }
 
 // ---------------------------------------------------------------- exec_form
