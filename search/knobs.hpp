@@ -32,6 +32,11 @@ struct KnobInfo {
   std::string_view note;
   KnobDomain domain;
   std::string_view meaning;  // what the value is, for error messages
+  // How the surrogate reads an ordered value: 0 by the domain's own scale;
+  // > 0 by log(value + offset) (num_workers: a loader's throughput grows in
+  // proportion to its workers, so log-throughput with log(workers); see
+  // SearchSpace::encode).
+  double surrogate_log_offset = 0.0;
 };
 
 // The table, in recipe order.

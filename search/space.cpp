@@ -1,8 +1,12 @@
 #include "search/space.hpp"
 
+#include <algorithm>
 #include <cmath>
+#include <optional>
 #include <set>
 #include <stdexcept>
+
+#include "search/knobs.hpp"
 
 namespace autotune {
 
@@ -32,6 +36,28 @@ std::optional<MemoryUse> parse_memory_use(std::string_view s) {
   return std::nullopt;
 }
 
+namespace {
+
+// The knob table's reading of a linear domain for the surrogate, by
+// log(value + offset) scaled to [0,1]; nullopt where the table says nothing
+// or the domain does not allow it.
+std::optional<std::vector<double>> surrogate_positions(const Parameter& p) {
+  const KnobInfo* k = find_knob(p.name);
+  if (!k || k->surrogate_log_offset <= 0 || p.scale != Scale::linear || p.values.size() < 2) return std::nullopt;
+  std::vector<double> z;
+  for (const auto& v : p.values) {
+    if (!is_int(v) || to_number(v) + k->surrogate_log_offset <= 0) return std::nullopt;
+    z.push_back(std::log(to_number(v) + k->surrogate_log_offset));
+  }
+  const auto [lo, hi] = std::minmax_element(z.begin(), z.end());
+  if (!(*hi > *lo)) return std::nullopt;
+  const double a = *lo, span = *hi - *lo;
+  for (double& x : z) x = (x - a) / span;
+  return z;
+}
+
+}  // namespace
+
 SearchSpace::SearchSpace(std::vector<Parameter> params, std::vector<std::string> rules)
     : m_params(std::move(params)) {
   std::set<std::string> names;
@@ -52,6 +78,7 @@ SearchSpace::SearchSpace(std::vector<Parameter> params, std::vector<std::string>
 
   // Positions in [0,1] for ordered parameters; one-hot columns for categoricals.
   m_position.resize(m_params.size());
+  m_encoded_position.resize(m_params.size());
   for (std::size_t d = 0; d < m_params.size(); ++d) {
     const auto& p = m_params[d];
     m_first_column.push_back(m_encoded_dims);
@@ -71,6 +98,7 @@ SearchSpace::SearchSpace(std::vector<Parameter> params, std::vector<std::string>
     }
     for (const auto& v : p.values)
       m_position[d].push_back(hi > lo ? (f(v) - lo) / (hi - lo) : 0.5);
+    m_encoded_position[d] = surrogate_positions(p).value_or(m_position[d]);
     m_owner.push_back(d);
     m_encoded_dims += 1;
   }
@@ -172,7 +200,7 @@ Eigen::VectorXd SearchSpace::encode(const Config& c) const {
     if (m_params[d].scale == Scale::categorical)
       x[col + static_cast<Eigen::Index>(k)] = 1.0;
     else
-      x[col] = m_position[d][k];
+      x[col] = m_encoded_position[d][k];
   }
   return x;
 }

@@ -83,13 +83,15 @@ class SearchSpace {
   std::vector<Config> neighbours(const Config& c) const;
 
   // Encoding for the surrogate: one column per ordered parameter, position
-  // scaled to [0,1] by value (or log value); one-hot columns per categorical.
+  // scaled to [0,1] by value (or log value; num_workers by log(workers + 2),
+  // as the knob table says); one-hot columns per categorical.
   std::size_t encoded_dims() const { return m_encoded_dims; }
   // Column -> parameter index.
   const std::vector<std::size_t>& encoded_owner() const { return m_owner; }
   Eigen::VectorXd encode(const Config& c) const;
-  // Where value k of an ordered parameter sits in [0,1] (by value or log
-  // value, as in the encoding); for a categorical one, k / (n - 1).
+  // Where value k of an ordered parameter sits in [0,1] by value or log
+  // value (the domain's own scale: the initial design's strata and the
+  // feasibility model's memory coordinates); for a categorical one, k / (n - 1).
   double position(std::size_t dim, int k) const;
 
   Assignment to_assignment(const Config& c) const;
@@ -111,6 +113,10 @@ class SearchSpace {
   std::vector<std::size_t> m_owner;
   std::vector<std::size_t> m_first_column;  // per parameter
   std::vector<std::vector<double>> m_position;  // per parameter, per value: [0,1]
+  // What encode() puts in an ordered parameter's column: its position, or
+  // where the knob table says so (num_workers) its position by log(value +
+  // offset). Per parameter, per value, in [0,1].
+  std::vector<std::vector<double>> m_encoded_position;
 };
 
 std::string_view to_string(Scale s);

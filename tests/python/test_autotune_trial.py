@@ -378,8 +378,11 @@ class RealDataLoader(unittest.TestCase):
         self.ends_early_on_the_steady_rate(0.002, 0.004, "warmup_drained")
 
     def ends_early_on_the_steady_rate(self, sample_s, step_s, ended_by, workers=2, prefetch=2):
-        """The warm-up ends under 1 s by `ended_by` alone, and the figure is the
-        same loader's pace over the next 2 s, timed by the test: no backlog in it
+        """The warm-up ends by `ended_by` alone (which the helper sets only before
+        the fixed 1.5 s warm-up is up: 0.3-0.6 s on a quiet 2-core VM, 1.37 s
+        seen with ctest's other tests beside it, so no tighter bound on the
+        seconds is asserted), and the figure is the same
+        loader's pace over the next 2 s, timed by the test: no backlog in it
         (that would read several times faster). Returns the iterator."""
         loader = (DataLoader(SlowLoader(sample_s), batch_size=16, num_workers=workers, prefetch_factor=prefetch)
                   if workers else DataLoader(SlowLoader(sample_s), batch_size=16))
@@ -387,7 +390,7 @@ class RealDataLoader(unittest.TestCase):
         r = measured_loader(it, step_s, workers, prefetch)
         for rule in ("warmup_drained", "warmup_ahead"):
             self.assertEqual(r[rule], 1 if rule == ended_by else 0, r)
-        self.assertLess(r["warmup_seconds"], 1.0, r)
+        self.assertLess(r["warmup_seconds"], autotune_trial.RULE["warmup_s"], r)
         self.assertAlmostEqual(r["throughput"] / steady_rate(it, step_s), 1.0, delta=0.15)
         return it
 

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <set>
 
 namespace autotune {
@@ -85,12 +86,40 @@ TEST(SearchSpace, EncodesLogAndOneHot) {
   EXPECT_EQ(space.encoded_dims(), 1u + 1u + 1u + 2u + 1u);
   auto x = space.encode({1, 1, 1, 1, 2});
   EXPECT_NEAR(x[0], 1.0 / 3.0, 1e-12);  // log2(32/16) / log2(128/16)
-  EXPECT_NEAR(x[1], 0.5, 1e-12);        // 2 of [0, 4]
+  // num_workers by log(workers + 2) (the knob table): 2 of [0, 4] is
+  // log(4/2) / log(6/2), past the middle.
+  EXPECT_NEAR(x[1], std::log(2.0) / std::log(3.0), 1e-12);
   EXPECT_NEAR(x[2], 1.0, 1e-12);
   EXPECT_EQ(x[3], 0.0);
   EXPECT_EQ(x[4], 1.0);
   EXPECT_NEAR(x[5], 1.0, 1e-12);
   for (int i = 0; i < x.size(); ++i) EXPECT_TRUE(x[i] >= 0.0 && x[i] <= 1.0);
+}
+
+TEST(SearchSpace, TheSurrogateReadsWorkersByTheirLogAndOtherKnobsByTheirScale) {
+  auto ints = [](std::initializer_list<std::int64_t> xs) {
+    std::vector<Value> v;
+    for (auto x : xs) v.emplace_back(x);
+    return v;
+  };
+  const SearchSpace space({{"num_workers", ints({0, 1, 2, 4, 8, 16}), Scale::linear},
+                           {"threads", ints({0, 1, 2, 4, 8, 16}), Scale::linear}});
+  auto col = [&](int k, int column) { return space.encode({k, k})[column]; };
+  // Workers: equal ratios of (workers + 2) are equal steps; 0 and 1 sit
+  // closer together than 8 and 16 do in the linear reading (0.5).
+  EXPECT_NEAR(col(0, 0), 0.0, 1e-12);
+  EXPECT_NEAR(col(5, 0), 1.0, 1e-12);
+  EXPECT_NEAR(col(2, 0), std::log(4.0 / 2.0) / std::log(18.0 / 2.0), 1e-12);
+  EXPECT_NEAR(col(5, 0) - col(4, 0), std::log(18.0 / 10.0) / std::log(9.0), 1e-12);
+  for (int k = 1; k < 6; ++k) EXPECT_GT(col(k, 0), col(k - 1, 0));
+  // A knob the table does not know keeps its linear reading.
+  EXPECT_NEAR(col(4, 1), 0.5, 1e-12);
+  // The domain position (the initial design's strata, the memory model's
+  // coordinates) stays linear for both.
+  EXPECT_NEAR(space.position(0, 4), 0.5, 1e-12);
+  // A log-scaled worker list keeps its own scale.
+  const SearchSpace logged({{"num_workers", ints({1, 2, 4, 8}), Scale::log}});
+  EXPECT_NEAR(logged.encode({1})[0], 1.0 / 3.0, 1e-12);
 }
 
 TEST(SearchSpace, AssignmentRoundTripAndHash) {

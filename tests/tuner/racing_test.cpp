@@ -115,7 +115,9 @@ TEST(Racing, AnIncumbentThatSettledEarlySupportsMoreThanItsTrueRateAtMostOneTime
       if (supported_throughput(o) > 100) ++above;
     }
     EXPECT_LE(above, static_cast<int>(0.056 * draws)) << "scatter " << scatter;
-    if (scatter <= 0.01) EXPECT_GT(early, draws / 2) << "steady windows do settle early";
+    if (scatter <= 0.01) {
+      EXPECT_GT(early, draws / 2) << "steady windows do settle early";
+    }
   }
 }
 
