@@ -38,22 +38,28 @@ std::optional<MemoryUse> parse_memory_use(std::string_view s) {
 
 namespace {
 
-// The knob table's reading of a linear domain for the surrogate, by
-// log(value + offset) scaled to [0,1]; nullopt where the table says nothing
-// or the domain does not allow it.
-std::optional<std::vector<double>> surrogate_positions(const Parameter& p) {
-  const KnobInfo* k = find_knob(p.name);
-  if (!k || k->surrogate_log_offset <= 0 || p.scale != Scale::linear || p.values.size() < 2) return std::nullopt;
-  std::vector<double> z;
-  for (const auto& v : p.values) {
-    if (!is_int(v) || to_number(v) + k->surrogate_log_offset <= 0) return std::nullopt;
-    z.push_back(std::log(to_number(v) + k->surrogate_log_offset));
+// Each value's place in [0,1] by f(value) (0.5 for all when they are equal).
+template <class F>
+std::vector<double> unit_positions(const std::vector<Value>& values, F f) {
+  double lo = f(to_number(values.front())), hi = lo;
+  for (const auto& v : values) {
+    lo = std::min(lo, f(to_number(v)));
+    hi = std::max(hi, f(to_number(v)));
   }
-  const auto [lo, hi] = std::minmax_element(z.begin(), z.end());
-  if (!(*hi > *lo)) return std::nullopt;
-  const double a = *lo, span = *hi - *lo;
-  for (double& x : z) x = (x - a) / span;
+  std::vector<double> z;
+  for (const auto& v : values) z.push_back(hi > lo ? (f(to_number(v)) - lo) / (hi - lo) : 0.5);
   return z;
+}
+
+// The knob table's offset for reading a linear domain by log(value + offset)
+// in the surrogate; nullopt where the table says nothing or the domain does
+// not allow it.
+std::optional<double> surrogate_log_offset(const Parameter& p) {
+  const KnobInfo* k = find_knob(p.name);
+  if (!k || k->surrogate_log_offset <= 0 || p.scale != Scale::linear) return std::nullopt;
+  for (const auto& v : p.values)
+    if (!is_int(v) || to_number(v) + k->surrogate_log_offset <= 0) return std::nullopt;
+  return k->surrogate_log_offset;
 }
 
 }  // namespace
@@ -87,18 +93,11 @@ SearchSpace::SearchSpace(std::vector<Parameter> params, std::vector<std::string>
       m_encoded_dims += p.values.size();
       continue;
     }
-    auto f = [&](const Value& v) {
-      double x = to_number(v);
-      return p.scale == Scale::log ? std::log(x) : x;
-    };
-    double lo = f(p.values.front()), hi = lo;
-    for (const auto& v : p.values) {
-      lo = std::min(lo, f(v));
-      hi = std::max(hi, f(v));
-    }
-    for (const auto& v : p.values)
-      m_position[d].push_back(hi > lo ? (f(v) - lo) / (hi - lo) : 0.5);
-    m_encoded_position[d] = surrogate_positions(p).value_or(m_position[d]);
+    m_position[d] = unit_positions(p.values, [&](double x) { return p.scale == Scale::log ? std::log(x) : x; });
+    if (const auto offset = surrogate_log_offset(p))
+      m_encoded_position[d] = unit_positions(p.values, [&](double x) { return std::log(x + *offset); });
+    else
+      m_encoded_position[d] = m_position[d];
     m_owner.push_back(d);
     m_encoded_dims += 1;
   }
