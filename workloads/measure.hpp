@@ -2,7 +2,8 @@
 // How the cpu and cuda workloads time training steps, and when they stop.
 //
 // 1. Warm-up: steps until BOTH at least `warmup_min_steps` steps (set it to
-//    the loader's queue capacity in batches) AND `warmup_seconds` have passed.
+//    the steps the loader's prefetched backlog feeds: its batches over the
+//    step's micro-batches, steps_to_drain_backlog) AND `warmup_seconds` have passed.
 //    The loader's workers fill their queues before the first step; a timed
 //    window that starts on that backlog measures the queue, not the pipeline
 //    (DESIGN.md, "The CUDA harness": a 0.1 s window read 3-5x too fast). If
@@ -17,7 +18,8 @@
 //    rate, but nothing in the steps proves the queue is not still draining)
 //    keeps the full `warmup_seconds`, unless it proves the workers keep
 //    ahead: kAheadSteps steps in a row after the first `ahead_min_steps`
-//    (set it to the workers: one read of each queue) each found every queue
+//    (set it to the steps that read each worker's queue once,
+//    steps_to_read_each_queue) each found every queue
 //    they read full with its worker waiting to push a batch it had made
 //    (`ahead`). A queue's first read finds the stock laid up before the
 //    first step; from its second, a worker found waiting has made a batch

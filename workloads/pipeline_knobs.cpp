@@ -36,7 +36,7 @@ std::vector<OptionSpec> pipeline_option_specs(const PipelineDefaults& d) {
       {"dataset_samples", OptionType::integer, OptionValue{d.dataset_samples},
        "raw samples held in host memory (drawn with replacement)", {}, 1.0, 1e9},
       {"warmup_seconds", OptionType::duration, OptionValue{1.5},
-       "minimum warm-up; it also lasts at least as many steps as the prefetch queue holds", {}, 0.0},
+       "minimum warm-up; it also lasts at least the steps the prefetched batches feed (a step takes grad_accum of them)", {}, 0.0},
       {"warmup_until_drained", OptionType::boolean, OptionValue{true},
        "end the warm-up after 0.5 s instead of warmup_seconds once a step has found the loader's queue empty "
        "(the prefetched backlog is gone), or three steps in a row found it full (the workers keep ahead)"},
@@ -79,8 +79,8 @@ std::string read_pipeline_knobs(const Options& opts, const Assignment& config, c
   MeasureConfig& m = out.measure;
   m.warmup_seconds = opts.get_number("warmup_seconds");
   m.warmup_until_drained = opts.get_bool("warmup_until_drained");
-  m.warmup_min_steps = batches_before_first_step(workers, prefetch);
-  m.ahead_min_steps = workers;  // each queue's first read finds the stock (measure.hpp)
+  m.warmup_min_steps = steps_to_drain_backlog(workers, prefetch, out.grad_accum);
+  m.ahead_min_steps = steps_to_read_each_queue(workers, out.grad_accum);  // each queue's first read finds the stock
   m.window_seconds = opts.get_number("window_seconds");
   m.target_rsd = opts.get_number("target_rsd");
   m.fewest_windows = static_cast<int>(opts.get_int("fewest_windows"));
@@ -94,6 +94,18 @@ std::string read_pipeline_knobs(const Options& opts, const Assignment& config, c
 
 std::int64_t batches_before_first_step(std::int64_t workers, std::int64_t prefetch) {
   return std::max<std::int64_t>(1, workers * (prefetch + 1));
+}
+
+namespace {
+std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
+}  // namespace
+
+std::int64_t steps_to_drain_backlog(std::int64_t workers, std::int64_t prefetch, std::int64_t grad_accum) {
+  return std::max<std::int64_t>(1, ceil_div(batches_before_first_step(workers, prefetch), std::max<std::int64_t>(1, grad_accum)));
+}
+
+std::int64_t steps_to_read_each_queue(std::int64_t workers, std::int64_t grad_accum) {
+  return workers <= 0 ? 0 : ceil_div(workers, std::max<std::int64_t>(1, grad_accum));
 }
 
 void add_measure_metrics(const MeasureResult& r, Outcome& o) {
@@ -124,8 +136,9 @@ void measure_on_virtual_clock(Outcome& o, const Assignment& config, const TrialC
   c.fewest_windows = clock.fewest_windows;
   const std::int64_t workers = std::max<std::int64_t>(0, config.get_int("num_workers", 0));
   const std::int64_t prefetch = std::max<std::int64_t>(1, config.get_int("prefetch_factor", 2));
-  c.warmup_min_steps = batches_before_first_step(workers, prefetch);  // as read_pipeline_knobs
-  c.ahead_min_steps = workers;
+  const std::int64_t accum = std::max<std::int64_t>(1, config.get_int("grad_accum", 1));
+  c.warmup_min_steps = steps_to_drain_backlog(workers, prefetch, accum);  // as read_pipeline_knobs
+  c.ahead_min_steps = steps_to_read_each_queue(workers, accum);
   // The loader: the share of a step spent waiting for data (measured, or
   // what the model's busy fraction leaves), and the batches prepared before
   // the first step (the queues plus one in each worker's hands). A recorded
@@ -144,8 +157,8 @@ void measure_on_virtual_clock(Outcome& o, const Assignment& config, const TrialC
     loader.keeps_ahead = *ahead > 0;
   else
     loader.keeps_ahead = workers > 0 && loader.wait_fraction == 0;
-  loader.queued_batches = workers > 0 ? static_cast<double>(c.warmup_min_steps) : 0.0;
-  loader.batches_per_step = static_cast<double>(std::max<std::int64_t>(1, config.get_int("grad_accum", 1)));
+  loader.queued_batches = workers > 0 ? static_cast<double>(batches_before_first_step(workers, prefetch)) : 0.0;
+  loader.batches_per_step = static_cast<double>(accum);
   const double batch = static_cast<double>(std::max<std::int64_t>(1, config.get_int("batch_size", 32)));
   const double samples_per_step = batch * loader.batches_per_step;
   double step_jitter = 0.15;

@@ -6,6 +6,7 @@
 
 #include "bench/landscapes.hpp"
 #include "search/space.hpp"
+#include "workloads/pipeline_knobs.hpp"
 #include "workloads/workloads.hpp"
 
 namespace autotune {
@@ -110,6 +111,39 @@ TEST(Synthetic, NoiseIsSeededPerTrialWithTheStatedSpread) {
   const double mean = sum / n, sd = std::sqrt(sum2 / n - mean * mean);
   EXPECT_NEAR(sd, 0.05, 0.005);
   EXPECT_NEAR(mean, 0.0, 0.005);
+}
+
+// The harness's step is grad_accum micro-batches: the loader's backlog of
+// workers x (prefetch + 1) batches feeds a step count that many times fewer.
+TEST(Synthetic, TheWarmUpCountsTheBacklogInStepsOfGradAccumBatches) {
+  EXPECT_EQ(steps_to_drain_backlog(10, 8, 1), 90);
+  EXPECT_EQ(steps_to_drain_backlog(10, 8, 8), 12);  // 90 batches, 8 a step
+  EXPECT_EQ(steps_to_drain_backlog(0, 2, 4), 1);
+  EXPECT_EQ(steps_to_read_each_queue(10, 1), 10);
+  EXPECT_EQ(steps_to_read_each_queue(10, 8), 2);
+  EXPECT_EQ(steps_to_read_each_queue(0, 8), 0);
+
+  // On the virtual clock a loader-bound job with a deep queue and 8
+  // micro-batches a step drains its backlog within a few steps; the warm-up
+  // sees it and ends at the floor instead of running to half the cap.
+  auto info = synthetic_workload_info();
+  auto w = info.make(Options::with_defaults(info.options, {{"profile", OptionValue{std::string("loader_bound")}},
+                                                           {"simulated_time", OptionValue{true}}}),
+                     {});
+  for (std::int64_t accum : {1, 8}) {
+    const Assignment a = cfg(128, 10, 8, false, "bf16", accum);
+    TrialContext ctx;
+    ctx.seed = 5;
+    const Outcome o = w->measure(a, ctx);
+    ASSERT_TRUE(o.ok()) << o.reason;
+    const double steps = o.metric("warmup_steps").value_or(0);
+    EXPECT_GE(steps, static_cast<double>(steps_to_drain_backlog(10, 8, accum))) << accum;
+    if (accum == 8) {
+      EXPECT_EQ(o.metric("warmup_drained").value_or(0), 1.0);
+      EXPECT_EQ(o.metric("warmup_complete").value_or(0), 1.0);
+      EXPECT_LT(o.metric("warmup_seconds").value_or(99), 1.5);  // under the fixed warm-up
+    }
+  }
 }
 
 }  // namespace
