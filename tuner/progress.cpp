@@ -32,7 +32,7 @@ void Progress::trial(const TrialRecord& t, const std::optional<double>& best, do
   std::string what = t.outcome.ok() ? fmt::format("{:.1f} samples/s", t.outcome.throughput) : status;
   if (was_raced(t.outcome)) what += fmt::format(" (raced, {:.1f}s)", t.outcome.seconds);
   if (t.outcome.ok() && t.outcome.metric("stopped_after_result").value_or(0) > 0)
-    what += " (wrote its result but did not exit: stopped, result kept)";
+    what += " (gave its result but did not exit: stopped, result kept)";
   std::string eta;
   if (m_budget > 0 && done > 0 && done < m_budget) eta = "  eta " + format_duration(elapsed / done * (m_budget - done));
   const std::string budget = m_budget > 0 ? fmt::format("/{}", m_budget) : "";

@@ -73,18 +73,30 @@ std::optional<std::string> kernel_oom_reason(const ExternalRun& run) {
 }  // namespace
 
 Outcome Workload::interpret(const ExternalRun& run, const TrialContext& ctx) const {
-  if (auto o = classify_termination(run)) {
-    if (o->status != Status::timeout) o->reason += stderr_said(run) + output_tails(run, ctx.log_dir);
-    return *o;
+  // Stopped at its timeout after printing its result line (no result file):
+  // a teardown that hangs (NCCL's destroy, DataLoader workers that never
+  // join) must not cost what it measured, as with a written result. A line
+  // is a result when it has a throughput or a status (a progress line with
+  // neither leaves the timeout a timeout).
+  std::optional<json> printed;
+  if (run.timed_out && !run.cancelled && !run.result && run.spawn_error.empty()) {
+    printed = last_json_line(run.stdout_tail);
+    if (printed && !printed->contains("throughput") && !printed->contains("status")) printed.reset();
   }
+  const bool after_result = run.stopped_after_result || printed.has_value();
+  if (!printed)
+    if (auto o = classify_termination(run)) {
+      if (o->status != Status::timeout) o->reason += stderr_said(run) + output_tails(run, ctx.log_dir);
+      return *o;
+    }
 
-  std::optional<json> result;
-  if (run.result) {
+  std::optional<json> result = printed;
+  if (!result && run.result) {
     result = parse_object(*run.result);
     if (!result)
       return Outcome::failure(Status::error, "the result file is not a JSON object: " +
                                                  tail_for_reason(*run.result, 500) + output_tails(run, ctx.log_dir));
-  } else {
+  } else if (!result) {
     result = last_json_line(run.stdout_tail);
   }
 
@@ -117,7 +129,7 @@ Outcome Workload::interpret(const ExternalRun& run, const TrialContext& ctx) con
       return fail(*s, fmt::format("standard error says '{}'", what) + output_tails(run, ctx.log_dir));
   }
   const std::optional<std::string> kernel_oom = kernel_oom_reason(run);
-  if (run.exit_code != 0 && !run.stopped_after_result) {
+  if (run.exit_code != 0 && !after_result) {
     // A shell, torchrun or a DataLoader may report a signal or a memory
     // failure on the job's behalf: read it as what it names.
     if (auto r = read_reported_failure(run.stderr_tail, run.exit_code, run.via_shell)) {
@@ -145,9 +157,9 @@ Outcome Workload::interpret(const ExternalRun& run, const TrialContext& ctx) con
     return fail(Status::error, fmt::format("the result's throughput {} is not a finite number >= 0", tp));
   Outcome o = Outcome::success(tp);
   o.metrics = std::move(metrics);
-  // It wrote its result, then did not exit (a teardown that hung): stopped,
-  // and what it measured stands.
-  if (run.stopped_after_result) o.metrics["stopped_after_result"] = 1;
+  // It wrote or printed its result, then did not exit (a teardown that
+  // hung): stopped, and what it measured stands.
+  if (after_result) o.metrics["stopped_after_result"] = 1;
   return o;
 }
 

@@ -180,6 +180,29 @@ TEST(CommandWorkload, ATimeoutAfterTheResultIsWrittenKeepsTheResult) {
   EXPECT_GE(secs_since(t0), 1.0) << "no grace: the timeout stopped it";
 }
 
+// A job of one's own that prints its result line on standard output and
+// then hangs in its teardown: the timeout stops it, and the line it printed
+// is its result (through a compound shell line, with a child left in the
+// group, as a launcher's would be). A line with neither a throughput nor a
+// status is progress, not a result: that stays a timeout.
+TEST(CommandWorkload, ATimeoutAfterTheResultLineIsPrintedKeepsTheResult) {
+  ScratchDir dir;
+  auto pidfile = (dir.path() / "pid").string();
+  auto w = make_command("sleep 1000 & echo $! > " + pidfile +
+                        "; echo 'loading'; echo '{\"throughput\": 11, \"gpu_busy\": 0.25}'; echo 'tearing down'; wait");
+  Outcome o = w->measure(cfg(), ctx_with(1));
+  ASSERT_EQ(o.status, Status::ok) << o.reason;
+  EXPECT_DOUBLE_EQ(o.throughput, 11);
+  EXPECT_DOUBLE_EQ(o.metric("gpu_busy").value_or(0), 0.25);
+  EXPECT_EQ(o.metric("stopped_after_result").value_or(0), 1);
+  EXPECT_TRUE(testing::gone_within(testing::read_pid(pidfile), 1.0)) << "the group's sleep must be killed";
+
+  auto progress = make_command("echo '{\"step\": 10, \"loss\": 2.5}'; exec sleep 1000");
+  EXPECT_EQ(progress->measure(cfg(), ctx_with(1)).status, Status::timeout);
+  auto reported = make_command("echo '{\"status\": \"oom\", \"reason\": \"CUDA out of memory\"}'; exec sleep 1000");
+  EXPECT_EQ(reported->measure(cfg(), ctx_with(1)).status, Status::oom);
+}
+
 // A result file caught half-written (a script writing in place) is no
 // result: the grace never starts and the timeout is a plain timeout.
 TEST(CommandWorkload, AHalfWrittenResultFileIsNotTakenAsTheResult) {

@@ -18,6 +18,23 @@ plot 'plot_bo_best_so_far.dat' using 1:3:4 with filledcurves fs transparent soli
      'plot_heuristic_best_so_far.dat' using 1:2 with lines lw 2.5 lc 4 title 'heuristic'
 
 reset
+set output 'best_so_far_time.png'
+set title 'Quality of the recommended configuration against the seconds spent (median, quartile band)'
+set xlabel "seconds (the trials' own, summed)"
+set ylabel 'fraction of the optimum'
+set key bottom right
+set grid
+set yrange [*:1.02]
+plot 'plot_bo_best_so_far_time.dat' using 1:3:4 with filledcurves fs transparent solid 0.18 lc 1 notitle, \
+     'plot_bo_best_so_far_time.dat' using 1:2 with lines lw 2.5 lc 1 title 'bo', \
+     'plot_anneal_best_so_far_time.dat' using 1:3:4 with filledcurves fs transparent solid 0.18 lc 2 notitle, \
+     'plot_anneal_best_so_far_time.dat' using 1:2 with lines lw 2.5 lc 2 title 'anneal', \
+     'plot_random_best_so_far_time.dat' using 1:3:4 with filledcurves fs transparent solid 0.18 lc 3 notitle, \
+     'plot_random_best_so_far_time.dat' using 1:2 with lines lw 2.5 lc 3 title 'random', \
+     'plot_heuristic_best_so_far_time.dat' using 1:3:4 with filledcurves fs transparent solid 0.18 lc 4 notitle, \
+     'plot_heuristic_best_so_far_time.dat' using 1:2 with lines lw 2.5 lc 4 title 'heuristic'
+
+reset
 set output 'evals_to_95.png'
 set title 'Trials until the recommendation reaches 95% of the optimum'
 set ylabel 'trials (61 = never)'
