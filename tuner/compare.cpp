@@ -275,9 +275,11 @@ std::string write_compare_report(const CompareResult& r, const CompareOptions& o
                                 : fmt::format(" {:.0f} |", s.evals_to[k]);
       row.push_back(s.evals_to[k] < 0 ? "" : fmt::format("{:.1f}", s.evals_to[k]));
     }
+    // Three significant digits: an in-process model's run takes milliseconds,
+    // not "0" seconds.
     line += s.seconds_to_98 < 0 ? fmt::format(" never ({}/{}) |", s.reached_98, options.repeats)
-                                : fmt::format(" {:.0f} |", s.seconds_to_98);
-    line += fmt::format(" {:.0f} | {:.1f} |", s.median_total_s, s.mean_raced);
+                                : fmt::format(" {:.3g} |", s.seconds_to_98);
+    line += fmt::format(" {:.3g} | {:.1f} |", s.median_total_s, s.mean_raced);
     row.push_back(s.seconds_to_98 < 0 ? "" : fmt::format("{:.2f}", s.seconds_to_98));
     row.push_back(fmt::format("{:.2f}", s.median_total_s));
     row.push_back(fmt::format("{:.2f}", s.mean_raced));

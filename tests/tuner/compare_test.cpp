@@ -58,6 +58,8 @@ TEST(Compare, ExactOptimumGridReachesItAndReportIsWritten) {
   std::string md = write_compare_report(r, opt, dir, &warning);
   EXPECT_NE(md.find("| grid |"), std::string::npos) << md;
   EXPECT_NE(md.find("exact, enumerated"), std::string::npos);
+  // The synthetic workload without simulated_time takes milliseconds: shown as such, not as "0" seconds.
+  EXPECT_EQ(md.find("| 0 | 0 |"), std::string::npos) << md;
   for (const char* f : {"trials.csv", "summary.csv", "summary.md", "plots.gp"})
     EXPECT_TRUE(std::filesystem::exists(dir / f)) << f;
   std::ifstream csv(dir / "trials.csv");
