@@ -12,7 +12,9 @@
 // Usage: bench_failure_efficiency [--seeds 40] [--strategies bo,anneal,random]
 //          [--budgets 15,30] [--landscapes a,b] [--parallel 1] [--limits]
 //          [--no-memory-metrics] [--runs FILE.csv] [--export DIR] [--trace]
-//          [--first-seed 0]
+//          [--first-seed 0] [--random N]
+// --random N: instead of the named landscapes, N drawn at random from the
+// same model (random_failure_landscapes: held out from any choice of method).
 // Trials report vram_bytes and ram_bytes (as the runner and the harness do)
 // unless --no-memory-metrics; the spec's limits reach the strategies only
 // with --limits (by default they must learn the capacity from failures).
@@ -70,6 +72,7 @@ int main(int argc, char** argv) {
   int first_seed = 0;  // seeds first_seed .. first_seed + seeds - 1 (a fresh set for a check)
   bool limits = false, metrics = true, trace = false;
   std::string runs_path, export_dir;
+  int random_landscapes = 0;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     const bool more = i + 1 < argc;
@@ -86,14 +89,17 @@ int main(int argc, char** argv) {
     else if (a == "--export" && more) export_dir = argv[++i];
     else if (a == "--trace") trace = true;
     else if (a == "--first-seed" && more) first_seed = std::stoi(argv[++i]);
+    else if (a == "--random" && more) random_landscapes = std::stoi(argv[++i]);
     else {
       std::fprintf(stderr, "unknown argument %s\n", a.c_str());
       return 2;
     }
   }
 
+  const std::vector<bench::FailureLandscape> landscapes =
+      random_landscapes > 0 ? bench::random_failure_landscapes(random_landscapes, 2026) : bench::failure_landscapes();
   if (!export_dir.empty()) {
-    for (const auto& land : bench::failure_landscapes())
+    for (const auto& land : landscapes)
       if (only.empty() || std::find(only.begin(), only.end(), land.name) != only.end())
         export_table(land, export_dir);
     return 0;
@@ -109,7 +115,7 @@ int main(int argc, char** argv) {
               metrics ? "reported" : "withheld", limits ? "given" : "withheld");
   std::printf("%-13s %7s %-9s %6s %7s %7s %7s %7s %9s %8s\n", "landscape", "configs", "strategy", "budget", "median",
               "p10", "min", "failed", "fail>1/3", "ms/ask");
-  for (const auto& land : bench::failure_landscapes()) {
+  for (const auto& land : landscapes) {
     if (!only.empty() && std::find(only.begin(), only.end(), land.name) == only.end()) continue;
     const SearchSpace space = land.space();
     const auto all = *space.enumerate();
@@ -182,8 +188,9 @@ int main(int argc, char** argv) {
         std::fflush(stdout);
       }
     }
-    std::printf("%-13s %zu of %zu configurations fail (%.0f%%)\n", land.name.c_str(), failing, all.size(),
-                100.0 * static_cast<double>(failing) / static_cast<double>(all.size()));
+    std::printf("%-13s %zu of %zu configurations fail (%.0f%%)%s%s\n", land.name.c_str(), failing, all.size(),
+                100.0 * static_cast<double>(failing) / static_cast<double>(all.size()),
+                random_landscapes > 0 ? "; " : "", random_landscapes > 0 ? land.summary.c_str() : "");
   }
   return 0;
 }

@@ -231,4 +231,46 @@ inline std::vector<FailureLandscape> failure_landscapes() {
   return out;
 }
 
+// Held-out landscapes drawn at random from the same step and memory model
+// (bench_failure_efficiency --random N): costs, cores, memory per worker,
+// per queued sample and per activation, both limits, and sometimes a card
+// without bf16/tf32 or a `memory: host` cache knob, each drawn from a range
+// around the named landscapes' (log-uniform for the costs and memories).
+// A draw is kept when 10-70% of its space fails, as on the named ones. None
+// of these was used to choose a method: they check that what works on the
+// six named landscapes is the method, not the examples.
+inline std::vector<FailureLandscape> random_failure_landscapes(int n, std::uint64_t seed) {
+  std::mt19937_64 rng(seed * 0x9E3779B97F4A7C15ULL + 12345);
+  auto uni = [&](double lo, double hi) { return std::uniform_real_distribution<double>(lo, hi)(rng); };
+  auto logu = [&](double lo, double hi) { return std::exp(uni(std::log(lo), std::log(hi))); };
+  std::vector<FailureLandscape> out;
+  while (static_cast<int>(out.size()) < n) {
+    FailureLandscape l;
+    l.name = fmt::format("random-{}", out.size());
+    l.compute_us = logu(15, 130);
+    l.load_us = logu(80, 1000);
+    l.copy_us = logu(4, 30);
+    l.cores = static_cast<int>(uni(4, 17));
+    l.act_mb = logu(20, 100);
+    l.vram_limit_mb = logu(10000, 48000);
+    l.worker_mb = logu(150, 2000);
+    l.sample_mb = logu(0.3, 6.0);
+    l.ram_limit_mb = logu(12000, 40000);
+    const double card = uni(0, 1);
+    if (card < 0.15) l.lacks = {"bf16", "tf32"};
+    else if (card < 0.25) l.lacks = {"bf16"};
+    l.cache_knob = uni(0, 1) < 0.2;
+    if (l.cache_knob) l.max_workers = 12;
+    l.summary = fmt::format("drawn: compute {:.0f} us, load {:.0f} us, {} cores, {:.0f} GB card, {:.0f} GB host",
+                            l.compute_us, l.load_us, l.cores, l.vram_limit_mb / 1000, l.ram_limit_mb / 1000);
+    const SearchSpace space = l.space();
+    const auto all = *space.enumerate();
+    std::size_t failing = 0;
+    for (const auto& c : all) failing += l.true_throughput(space, c) ? 0 : 1;
+    const double share = static_cast<double>(failing) / static_cast<double>(all.size());
+    if (share >= 0.10 && share <= 0.70) out.push_back(std::move(l));
+  }
+  return out;
+}
+
 }  // namespace autotune::bench
