@@ -36,7 +36,10 @@ std::vector<OptionSpec> pipeline_option_specs(const PipelineDefaults& d) {
       {"dataset_samples", OptionType::integer, OptionValue{d.dataset_samples},
        "raw samples held in host memory (drawn with replacement)", {}, 1.0, 1e9},
       {"warmup_seconds", OptionType::duration, OptionValue{1.5},
-       "minimum warm-up; it also lasts at least the steps the prefetched batches feed (a step takes grad_accum of them)", {}, 0.0},
+       "minimum warm-up; it also lasts at least the steps the prefetched batches feed (a step takes grad_accum "
+       "of them)",
+       {},
+       0.0},
       {"warmup_until_drained", OptionType::boolean, OptionValue{true},
        "end the warm-up after 0.5 s instead of warmup_seconds once a step has found the loader's queue empty "
        "(the prefetched backlog is gone), or three steps in a row found it full (the workers keep ahead)"},
@@ -101,7 +104,8 @@ std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; 
 }  // namespace
 
 std::int64_t steps_to_drain_backlog(std::int64_t workers, std::int64_t prefetch, std::int64_t grad_accum) {
-  return std::max<std::int64_t>(1, ceil_div(batches_before_first_step(workers, prefetch), std::max<std::int64_t>(1, grad_accum)));
+  const std::int64_t per_step = std::max<std::int64_t>(1, grad_accum);
+  return std::max<std::int64_t>(1, ceil_div(batches_before_first_step(workers, prefetch), per_step));
 }
 
 std::int64_t steps_to_read_each_queue(std::int64_t workers, std::int64_t grad_accum) {
