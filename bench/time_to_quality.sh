@@ -5,7 +5,7 @@
 # (simulated_time: the same rule on the model), `autotune compare` with the
 # rule before issue 15 (fixed warm-up, a 2% stop, no racing, the whole budget)
 # and with each of its levers (racing, the drained warm-up, the 5% stop, the
-# converged stop), SEEDS
+# stop at 3 steady windows, the stop on scatter without a trend, the converged stop), SEEDS
 # seeds, budget 30. Also the cuda workload's sweep on an H100 (bench/gpu,
 # configs/replay_h100.yaml) where it is in bench/results; LANDSCAPES="a b"
 # picks landscapes by name. Reports per landscape the median fraction of the optimum
@@ -44,10 +44,10 @@ for profile in balanced loader_bound compute_bound memory_tight; do
   specs+=("$profile")
 done
 
-row() {  # landscape variant warm-up stop-spread fewest-windows flags -> one Markdown row from compare's summary.csv
-  local name=$1 variant=$2 drained=$3 spread=$4 fewest=$5; shift 5
+row() {  # landscape variant warm-up stop-spread fewest-windows scatter-stop flags -> one Markdown row from compare's summary.csv
+  local name=$1 variant=$2 drained=$3 spread=$4 fewest=$5 scatter=$6; shift 6
   # The warm-up and stopping rules are the workload's options: the spec with them set.
-  sed -e "s/^\(workload: {.*\)}/\1, warmup_until_drained: $drained, target_rsd: $spread, fewest_windows: $fewest}/" "$out/$name.yaml" \
+  sed -e "s/^\(workload: {.*\)}/\1, warmup_until_drained: $drained, target_rsd: $spread, fewest_windows: $fewest, stop_on_scatter: $scatter}/" "$out/$name.yaml" \
     > "$out/$name-$variant.yaml"
   "$bin" compare --config "$out/$name-$variant.yaml" --strategies "$strategy" --repeats "$seeds" --budget 30 \
     --budgets 30 "$@" --out "$out/$name-$variant" >/dev/null 2>&1
@@ -71,14 +71,16 @@ PY
   for name in "${specs[@]}"; do
     # LANDSCAPES="h100_cuda cpu_default" runs only those.
     [ -z "${LANDSCAPES:-}" ] || [[ " $LANDSCAPES " == *" $name "* ]] || continue
-    row "$name" before false 0.02 5
-    row "$name" race false 0.02 5 --race 0.10
-    row "$name" drained true 0.02 5
-    row "$name" stop5 false 0.05 5
-    row "$name" settle3 false 0.02 3
-    row "$name" drained+race+stop5 true 0.05 5 --race 0.10
-    row "$name" drained+race+stop5+settle3 true 0.05 3 --race 0.10
-    row "$name" all true 0.05 3 --race 0.10 --until-converged
+    row "$name" before false 0.02 5 false
+    row "$name" race false 0.02 5 false --race 0.10
+    row "$name" drained true 0.02 5 false
+    row "$name" stop5 false 0.05 5 false
+    row "$name" settle3 false 0.02 3 false
+    row "$name" scatter false 0.02 5 true
+    row "$name" drained+race+stop5 true 0.05 5 false --race 0.10
+    row "$name" drained+race+stop5+settle3 true 0.05 3 false --race 0.10
+    row "$name" drained+race+stop5+settle3+scatter true 0.05 3 true --race 0.10
+    row "$name" all true 0.05 3 true --race 0.10 --until-converged
   done
   echo
   echo "before: the fixed 1.5 s warm-up, windows until the last 5 agree within 2%, every trial measured in full, the whole"
@@ -88,7 +90,9 @@ PY
   echo "recorded warmup_ahead says, a synthetic one's wherever its loader never waits); stop5: windows until 5 agree"
   echo "within 5% (target_rsd 0.05, the default now); settle3: a steady measurement may stop after 3 or 4 windows"
   echo "(fewest_windows 3, the default now: when the 90% bound on their spread gives the precision of 5 windows at"
-  echo "target_rsd; the other variants keep 5); converged: budget until_converged; all: every lever."
+  echo "target_rsd; the other variants keep 5); scatter: a measurement whose last 5 windows spread more than"
+  echo "target_rsd without a trend (no significant slope) stops there (stop_on_scatter, the default now; the other"
+  echo "variants run on to the cap); converged: budget until_converged; all: every lever."
   echo "seconds: the trials' own (simulated) seconds, summed: start-up, warm-up, timed windows."
   echo "cpu_default's steps scatter so that its windows spread as much as the sweep recorded."
   echo "compare folders: $out"

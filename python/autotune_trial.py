@@ -45,8 +45,12 @@ cuda harness, README "How a trial is measured"):
    spread gives their mean the precision 5 windows at ``target_rsd`` give (a
    steady job: 3 windows within 1.26%, 4 within 1.97%), or when ``max_s``
    seconds (10, warm-up included) have passed; a window the cap cuts short
-   is dropped. The result is the last 5 windows' samples over their seconds
-   (all of them when fewer).
+   is dropped. Windows that spread more than that with no trend among them
+   (``stop_on_scatter``: the last 5 show no significant least-squares slope
+   over their index, two-sided 95%, after a complete warm-up) stop after 5
+   (``stopped_on_scatter: 1``): running on to the cap would report the same
+   last 5 windows. The result is the last 5 windows' samples over their
+   seconds (all of them when fewer).
 
 Each step's time is split into waiting for the next batch (inside the
 loader's ``next``) and the rest (computing): ``data_wait_fraction`` is the
@@ -102,6 +106,7 @@ RULE = {
     "rsd_windows": 5,
     "target_rsd": 0.05,
     "fewest_windows": 3,
+    "stop_on_scatter": True,
     "max_s": 10.0,
 }
 
@@ -389,6 +394,7 @@ class Meter:
         self._windows = []         # closed: (t0, t1, samples, wait)
         self._timed_steps = 0
         self._stopped_by_rsd = False
+        self._stopped_on_scatter = False
         # Racing: the tuner's bar (samples/s) in AUTOTUNE_STOP_BELOW; a trial
         # surely below it stops early and reports raced (the harness's rule).
         if stop_below is None:
@@ -507,6 +513,10 @@ class Meter:
                 self._finish(now)
             elif full and self.stop_below and surely_below(all_rates, self.stop_below / self._ranks_summed()):
                 self._raced = True
+                self._finish(now)
+            elif (full and r["stop_on_scatter"] and self._warmup_complete and k >= 3 and len(all_rates) >= k
+                  and not drifting(all_rates[-k:])):
+                self._stopped_on_scatter = True
                 self._finish(now)
             elif now - self._start >= r["max_s"]:
                 self._finish(now)
@@ -628,6 +638,8 @@ class Meter:
         res["stopped_by_rsd"] = 1 if self._stopped_by_rsd else 0
         if self._stopped_by_rsd and len(self._windows) < r["rsd_windows"]:
             res["settled_early"] = 1
+        if self._stopped_on_scatter:
+            res["stopped_on_scatter"] = 1
         if self._raced:
             res["raced"] = 1
         res["warmup_complete"] = 1 if self._warmup_complete and self._warm else 0
@@ -731,6 +743,27 @@ def surely_below(rates, bar, floor_rsd=0.02):
     return mean + t * sd / math.sqrt(n) < bar
 
 
+# Two-sided 95% Student t quantiles for 1..10 degrees of freedom.
+_T975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228)
+
+
+def drifting(rates):
+    """Whether the windows' rates trend (the harness's rule,
+    workloads/measure.hpp): the least-squares slope over their index differs
+    from 0 at 95% (two-sided t, n - 2 degrees of freedom). Needs 3 or more."""
+    n = len(rates)
+    if n < 3:
+        return False
+    xm = (n - 1) / 2
+    ym = sum(rates) / n
+    sxx = sum((i - xm) ** 2 for i in range(n))
+    slope = sum((i - xm) * (y - ym) for i, y in enumerate(rates)) / sxx
+    sse = sum((y - ym - slope * (i - xm)) ** 2 for i, y in enumerate(rates))
+    dof = n - 2
+    t = _T975[dof - 1] if dof <= 10 else _T975[-1]
+    return abs(slope) > t * math.sqrt(sse / dof / sxx)
+
+
 # Lower 10% quantiles of chi-squared with 2..9 degrees of freedom.
 _CHI2_LOW10 = (0.2107, 0.5844, 1.0636, 1.6103, 2.2041, 2.8331, 3.4895, 4.1682)
 
@@ -748,6 +781,16 @@ def spread_settled(rates, target_rsd, rsd_windows=5, fewest_windows=3):
         return False
     bound = _rsd(rates) * math.sqrt((n - 1) / _CHI2_LOW10[n - 3])
     return bound / math.sqrt(n) <= target_rsd / math.sqrt(k)
+
+
+def _stopped_by(res):
+    if res.get("stopped_by_rsd"):
+        return "stopped on the spread"
+    if res.get("stopped_on_scatter"):
+        return "stopped after 5 windows that scatter without a trend"
+    if res.get("raced"):
+        return "raced: below the tuner's bar"
+    return "stopped by the time cap"
 
 
 def _rsd(values):
@@ -771,7 +814,7 @@ def summary(res):
             f"{res['mean_windows']} windows, after {res['warmup_steps']} warm-up steps"
             f"{' (the queue ran dry)' if res.get('warmup_drained') else ''}"
             f"{' (the workers kept ahead)' if res.get('warmup_ahead') else ''}; "
-            f"{'stopped on the spread' if res['stopped_by_rsd'] else 'stopped by the time cap'})\n"
+            f"{_stopped_by(res)})\n"
             f"autotune_trial: waiting for data {100 * wait:.0f}% of the time ({bound})")
     if "vram_bytes" in res:
         text += f"; device memory {res['vram_bytes'] / 2**20:.0f} MiB"

@@ -46,6 +46,34 @@ double relative_spread(const double* values, std::size_t n) {
   return std::sqrt(ss / static_cast<double>(n - 1)) / std::abs(mean);
 }
 
+namespace {
+// Two-sided 95% quantiles of Student's t with 1..10 degrees of freedom.
+constexpr double kT975[] = {12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228};
+}  // namespace
+
+bool drifting(const double* rates, std::size_t n) {
+  if (n < 3) return false;
+  const double xm = (static_cast<double>(n) - 1) / 2;
+  double ym = 0;
+  for (std::size_t i = 0; i < n; ++i) ym += rates[i];
+  ym /= static_cast<double>(n);
+  double sxx = 0, sxy = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    const double dx = static_cast<double>(i) - xm;
+    sxx += dx * dx;
+    sxy += dx * (rates[i] - ym);
+  }
+  const double slope = sxy / sxx;
+  double sse = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    const double e = rates[i] - ym - slope * (static_cast<double>(i) - xm);
+    sse += e * e;
+  }
+  const std::size_t dof = n - 2;
+  const double t = dof <= 10 ? kT975[dof - 1] : 2.228;  // past 10, the 10's: never below the true quantile
+  return std::abs(slope) > t * std::sqrt(sse / static_cast<double>(dof) / sxx);
+}
+
 double student_t95(int dof) {
   static constexpr double kT95[] = {6.314, 2.920, 2.353, 2.132, 2.015, 1.943, 1.895, 1.860, 1.833, 1.812,
                                     1.796, 1.782, 1.771, 1.761, 1.753, 1.746, 1.740, 1.734, 1.729, 1.725};
@@ -163,6 +191,10 @@ MeasureResult measure_steps(const MeasureConfig& c, const std::function<StepResu
     }
     if (c.stop_below > 0 && surely_below(rates.data(), rates.size(), c.stop_below)) {
       r.raced = true;
+      break;
+    }
+    if (c.stop_on_scatter && r.warmup_complete && k >= 3 && rates.size() >= k && !drifting(&rates[rates.size() - k], k)) {
+      r.stopped_on_scatter = true;
       break;
     }
     if (clock() - start >= c.max_seconds && !windows.empty()) break;

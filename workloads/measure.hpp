@@ -43,6 +43,14 @@
 //    timed window is always completed, so a step slower than the cap overruns
 //    it by one window; a window the cap cuts short is dropped. The result averages the last `rsd_windows` windows
 //    (all windows if fewer): their samples over their seconds.
+//    Windows that scatter more than `target_rsd` with no trend among them
+//    (`stop_on_scatter`, after a complete warm-up): the last `rsd_windows`
+//    show no significant least-squares slope over their index (`drifting`,
+//    two-sided 95%). The measurement stops there (stopped_on_scatter):
+//    running on to the cap would report the same last `rsd_windows`
+//    windows' mean, no more precise, and a noisy job's trials used to spend
+//    most of their seconds doing that. A trend (a warm-up effect still
+//    fading, a throttling card) keeps it going to the spread stop or the cap.
 //
 // 4. Racing (stop_below > 0, the bar the tuner sets: the incumbent's
 //    throughput, discounted): after each timed window, once there are two,
@@ -80,6 +88,10 @@ struct MeasureConfig {
   int fewest_windows = 3;
   double max_seconds = 6.0;
   double stop_below = 0;  // samples/s; 0: no racing
+  // Stop after rsd_windows windows that scatter without a trend (rule 3);
+  // false: only the spread stop or the cap end a measurement (the rule
+  // before, kept for benchmarks that compare against it).
+  bool stop_on_scatter = true;
 };
 
 struct StepResult {
@@ -100,6 +112,7 @@ struct MeasureResult {
   double throughput_rsd = 0;       // over the same windows; 0 with one window
   bool stopped_by_rsd = false;     // false: the time cap, racing (or a failure) stopped it
   bool settled_early = false;      // stopped by the spread with fewer than rsd_windows windows
+  bool stopped_on_scatter = false; // stopped after rsd_windows windows that scatter without a trend
   bool raced = false;              // stopped early below stop_below
   bool warmup_complete = true;     // both warm-up conditions were met
   bool warmup_drained = false;     // the warm-up ended early: the queue was seen empty
@@ -152,6 +165,11 @@ bool surely_below(const double* rates, std::size_t n, double bar, double floor_r
 // and a 5% target, 3 windows stop at a 1.26% spread, 4 at 1.97%: a steady
 // job is measured in 3 windows instead of 5, a noisy one as before.
 bool spread_settled(const double* rates, std::size_t n, const MeasureConfig& c);
+
+// Whether the windows' rates trend: the least-squares slope over their
+// index differs from 0 at 95% (two-sided Student t, n - 2 degrees of
+// freedom). Needs 3 windows or more (fewer: false).
+bool drifting(const double* rates, std::size_t n);
 
 // The one-sided 90% upper bound on the true relative spread of m windows
 // (3 <= m <= 10) whose sample spread is rsd: rsd * sqrt((m-1) /

@@ -14,6 +14,9 @@ namespace {
 OptionSpec target_rsd_option(std::string help) {
   return {"target_rsd", OptionType::number, OptionValue{MeasureConfig{}.target_rsd}, std::move(help), {}, 1e-6, 10.0};
 }
+OptionSpec stop_on_scatter_option(std::string help) {
+  return {"stop_on_scatter", OptionType::boolean, OptionValue{MeasureConfig{}.stop_on_scatter}, std::move(help)};
+}
 OptionSpec fewest_windows_option() {
   return {"fewest_windows",
           OptionType::integer,
@@ -46,6 +49,8 @@ std::vector<OptionSpec> pipeline_option_specs(const PipelineDefaults& d) {
       {"window_seconds", OptionType::duration, OptionValue{d.window_seconds}, "minimum length of a timed window", {}, 0.0},
       target_rsd_option("stop when the relative spread of the last 5 window throughputs is at or under this"),
       fewest_windows_option(),
+      stop_on_scatter_option("stop after 5 windows that spread more than target_rsd but show no trend (no "
+                             "significant slope): running on to max_seconds would report the same 5 windows' mean"),
       {"max_seconds", OptionType::duration, OptionValue{d.max_seconds},
        "time cap of one measurement (warm-up included)", {}, 0.01},
       {"seed", OptionType::integer, OptionValue{I{0}}, "seed of the synthetic data, mixed with the trial's"},
@@ -87,6 +92,7 @@ std::string read_pipeline_knobs(const Options& opts, const Assignment& config, c
   m.window_seconds = opts.get_number("window_seconds");
   m.target_rsd = opts.get_number("target_rsd");
   m.fewest_windows = static_cast<int>(opts.get_int("fewest_windows"));
+  m.stop_on_scatter = opts.get_bool("stop_on_scatter");
   m.max_seconds = opts.get_number("max_seconds");
   if (ctx.timeout_s > 0) m.max_seconds = std::min(m.max_seconds, 0.8 * ctx.timeout_s);
   // The floor never outlasts the warm-up it shortens, nor the cap's half.
@@ -116,6 +122,7 @@ void add_measure_metrics(const MeasureResult& r, Outcome& o) {
   o.metrics["throughput_rsd"] = r.throughput_rsd;
   o.metrics["stopped_by_rsd"] = r.stopped_by_rsd ? 1.0 : 0.0;
   if (r.settled_early) o.metrics["settled_early"] = 1.0;
+  if (r.stopped_on_scatter) o.metrics["stopped_on_scatter"] = 1.0;
   o.metrics["warmup_complete"] = r.warmup_complete ? 1.0 : 0.0;
   o.metrics["warmup_drained"] = r.warmup_drained ? 1.0 : 0.0;
   o.metrics["warmup_ahead"] = r.warmup_ahead ? 1.0 : 0.0;
@@ -138,6 +145,7 @@ void measure_on_virtual_clock(Outcome& o, const Assignment& config, const TrialC
   c.warmup_until_drained = clock.warmup_until_drained;
   c.target_rsd = clock.target_rsd;
   c.fewest_windows = clock.fewest_windows;
+  c.stop_on_scatter = clock.stop_on_scatter;
   const std::int64_t workers = std::max<std::int64_t>(0, config.get_int("num_workers", 0));
   const std::int64_t prefetch = std::max<std::int64_t>(1, config.get_int("prefetch_factor", 2));
   const std::int64_t accum = std::max<std::int64_t>(1, config.get_int("grad_accum", 1));
@@ -190,12 +198,14 @@ std::vector<OptionSpec> virtual_clock_option_specs(const std::string& simulated_
       target_rsd_option("with simulated_time: the harness's stop on the spread of the last 5 windows (as the cpu "
                         "workload's option of that name)"),
       fewest_windows_option(),
+      stop_on_scatter_option("with simulated_time: the harness's stop after 5 windows that scatter without a "
+                             "trend (as the cpu workload's option of that name)"),
   };
 }
 
 VirtualClock read_virtual_clock(const Options& o) {
   return {o.get_bool("simulated_time"), o.get_bool("warmup_until_drained"), o.get_number("startup_seconds"),
-          o.get_number("target_rsd"), static_cast<int>(o.get_int("fewest_windows"))};
+          o.get_number("target_rsd"), static_cast<int>(o.get_int("fewest_windows")), o.get_bool("stop_on_scatter")};
 }
 
 std::vector<OptionSpec> model_option_specs(const ModelDefaults& d) {

@@ -66,7 +66,7 @@ std::string read_pipeline_knobs(const Options& opts, const Assignment& config, c
                                 std::int64_t input_dim, int classes, PipelineKnobs& out);
 
 // The metrics both workloads report from a measurement: throughput_rsd,
-// stopped_by_rsd, warmup_complete, warmup_drained, warmup_ahead, warmup_steps,
+// stopped_by_rsd, settled_early and stopped_on_scatter (when so), warmup_complete, warmup_drained, warmup_ahead, warmup_steps,
 // warmup_seconds, timed_steps, windows, mean_windows (those the throughput
 // averages), measure_seconds, raced (when raced), and cpu_cores (CPU seconds per wall second over the timed
 // part: how many cores the loader and trainer kept busy).
@@ -86,15 +86,16 @@ std::int64_t steps_to_read_each_queue(std::int64_t workers, std::int64_t grad_ac
 
 // How a modelled workload (synthetic, replay) times its trials, from its
 // options simulated_time, warmup_until_drained, startup_seconds,
-// target_rsd and fewest_windows.
+// target_rsd, fewest_windows and stop_on_scatter.
 struct VirtualClock {
   bool on = false;
   bool warmup_until_drained = true;
   double startup_s = 2.0;
   double target_rsd = MeasureConfig{}.target_rsd;
   int fewest_windows = MeasureConfig{}.fewest_windows;
+  bool stop_on_scatter = MeasureConfig{}.stop_on_scatter;
 };
-// Those five options; `simulated_help` and `startup_help` describe the
+// Those six options; `simulated_help` and `startup_help` describe the
 // first and the third as this workload uses them.
 std::vector<OptionSpec> virtual_clock_option_specs(const std::string& simulated_help,
                                                    const std::string& startup_help);

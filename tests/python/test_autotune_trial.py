@@ -115,6 +115,42 @@ class Rule(unittest.TestCase):
         self.assertGreater(r["throughput"], 8 / 0.0045)
         self.assertLess(r["throughput"], 8 / 0.0029)
 
+    def test_drifting_is_a_significant_slope_over_the_windows(self):
+        self.assertTrue(autotune_trial.drifting([100, 103, 106, 109, 112]))
+        self.assertTrue(autotune_trial.drifting([100, 112, 118, 131, 142]))
+        self.assertFalse(autotune_trial.drifting([100, 87, 111, 91, 118]), "a 12% spread without a trend")
+        self.assertFalse(autotune_trial.drifting([100, 110]), "two windows cannot show a trend")
+
+    def test_windows_that_scatter_without_a_trend_stop_after_five(self):
+        # Each timed window runs at its own pace, cycling through five levels
+        # (+-40%): the windows spread far over the 1% target with no trend
+        # (their slope's t is about 1, against 3.18 at 95%). The rule stops at
+        # 5 windows, not at the 8 s cap.
+        def loader(meter):
+            while True:
+                time.sleep(0.002 * (1.0, 1.4, 0.7, 1.3, 0.6)[len(meter._windows) % 5])
+                yield [0] * 4
+
+        t0 = time.perf_counter()
+        meter = autotune_trial.Meter(batch_size=4, warmup_s=0.1, warmup_until_drained=False, target_rsd=0.01,
+                                     max_s=8.0)
+        for _ in meter.batches(loader(meter)):
+            pass
+        took = time.perf_counter() - t0
+        r = meter.result
+        self.assertEqual(r["stopped_on_scatter"], 1, r)
+        self.assertEqual(r["stopped_by_rsd"], 0)
+        self.assertEqual(r["windows"], 5)
+        self.assertGreater(r["throughput_rsd"], 0.01)
+        self.assertLess(took, 5.0, "not the 8 s cap")
+        # With the stop off (the rule before it) the same job runs to the cap.
+        meter = autotune_trial.Meter(batch_size=4, warmup_s=0.1, warmup_until_drained=False, target_rsd=0.01,
+                                     max_s=2.5, stop_on_scatter=False)
+        for _ in meter.batches(loader(meter)):
+            pass
+        self.assertNotIn("stopped_on_scatter", meter.result)
+        self.assertGreaterEqual(meter.result["measure_seconds"], 2.5)
+
     def test_time_cap_ends_the_loop_on_a_noisy_job(self):
         import random
         rng = random.Random(1)

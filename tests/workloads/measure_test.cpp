@@ -268,11 +268,13 @@ TEST(Measure, TheVirtualLoaderDrainsItsQueueBeforeItWaits) {
 }
 
 TEST(Measure, NoisyStepsHitTheTimeCap) {
-  // Alternating windows of very different pace never settle under 2%.
+  // Alternating windows of very different pace never settle under 2%; with
+  // the stop on scatter off (the rule before it) they run to the cap.
   FakePipeline p;
   p.step_seconds = [](std::int64_t i) { return (i / 20) % 2 ? 0.01 : 0.03; };
   MeasureConfig c = config();
   c.max_seconds = 4;
+  c.stop_on_scatter = false;
   const MeasureResult r = p.run(c);
   EXPECT_FALSE(r.stopped_by_rsd);
   EXPECT_GT(r.throughput_rsd, 0.02);
@@ -280,6 +282,63 @@ TEST(Measure, NoisyStepsHitTheTimeCap) {
   EXPECT_LT(r.elapsed_seconds, 4.0 + 0.1);
   EXPECT_GT(r.throughput, 10.0 / 0.03 * 0.9);
   EXPECT_LT(r.throughput, 10.0 / 0.01 * 1.1);
+}
+
+TEST(Measure, DriftingIsASignificantSlopeOverTheWindows) {
+  const std::vector<double> rising = {100, 103, 106, 109, 112};
+  const std::vector<double> noisy = {100, 87, 111, 91, 118};  // 12% spread, no trend
+  const std::vector<double> rising_noisy = {100, 112, 118, 131, 142};
+  EXPECT_TRUE(drifting(rising.data(), rising.size()));
+  EXPECT_FALSE(drifting(noisy.data(), noisy.size()));
+  EXPECT_TRUE(drifting(rising_noisy.data(), rising_noisy.size()));
+  EXPECT_FALSE(drifting(rising.data(), 2)) << "two windows cannot show a trend";
+}
+
+// Window paces by the window a step falls in (after the 1.5 s warm-up, 0.2 s
+// windows): 0%, +15%, -10%, +10%, -15% slower, repeating: a 12% spread, no trend.
+double scattered_step(double now) {
+  static constexpr double kFactor[] = {1.0, 1.15, 0.9, 1.1, 0.85};
+  if (now < 1.5) return 0.01;
+  return 0.01 * kFactor[static_cast<int>((now - 1.5) / 0.2) % 5];
+}
+
+TEST(Measure, WindowsThatScatterWithoutATrendStopAfterFive) {
+  FakePipeline p;
+  p.step_seconds = [&p](std::int64_t) { return scattered_step(p.now); };
+  const MeasureResult r = p.run(config());  // target 2%, cap 10 s
+  EXPECT_TRUE(r.stopped_on_scatter);
+  EXPECT_FALSE(r.stopped_by_rsd);
+  EXPECT_EQ(r.windows, 5);
+  EXPECT_GT(r.throughput_rsd, 0.05);
+  EXPECT_LT(r.elapsed_seconds, 3.0) << "not the 10 s cap, which would report the same last 5 windows";
+  EXPECT_NEAR(r.throughput, 1000.0, 100.0);
+}
+
+TEST(Measure, WindowsThatTrendAreNotStoppedOnScatter) {
+  // The pace rises 25% a second (a warm-up effect still fading): each
+  // window 5% faster than the one before. It runs to the cap.
+  FakePipeline p;
+  p.step_seconds = [&p](std::int64_t) { return 0.01 / (1 + 0.25 * std::max(0.0, p.now - 1.5)); };
+  MeasureConfig c = config();
+  c.max_seconds = 4;
+  const MeasureResult r = p.run(c);
+  EXPECT_FALSE(r.stopped_on_scatter);
+  EXPECT_FALSE(r.stopped_by_rsd);
+  EXPECT_GE(r.elapsed_seconds, 4.0);
+}
+
+TEST(Measure, AWarmUpCutShortIsNotStoppedOnScatter) {
+  // The warm-up ran to half the cap without its conditions met: the windows
+  // after it may still carry the backlog, so only the spread or the cap end it.
+  FakePipeline p;
+  p.step_seconds = [&p](std::int64_t) { return scattered_step(p.now); };
+  MeasureConfig c = config();
+  c.warmup_min_steps = 1'000'000;
+  c.max_seconds = 4;
+  const MeasureResult r = p.run(c);
+  EXPECT_FALSE(r.warmup_complete);
+  EXPECT_FALSE(r.stopped_on_scatter);
+  EXPECT_GE(r.elapsed_seconds, 4.0);
 }
 
 TEST(Measure, WarmUpLongerThanHalfTheCapIsCutAndSaysSo) {
