@@ -84,11 +84,12 @@ Outcome Workload::interpret(const ExternalRun& run, const TrialContext& ctx) con
     if (printed && !printed->contains("throughput") && !printed->contains("status")) printed.reset();
   }
   const bool after_result = run.stopped_after_result || printed.has_value();
-  if (!printed)
+  if (!printed) {
     if (auto o = classify_termination(run)) {
       if (o->status != Status::timeout) o->reason += stderr_said(run) + output_tails(run, ctx.log_dir);
       return *o;
     }
+  }
 
   std::optional<json> result = printed;
   if (!result && run.result) {

@@ -5,6 +5,7 @@
 #include <ctime>
 #include <cmath>
 #include <fstream>
+#include <iterator>
 #include <random>
 #include <string>
 #include <vector>
@@ -70,7 +71,8 @@ bool drifting(const double* rates, std::size_t n) {
     sse += e * e;
   }
   const std::size_t dof = n - 2;
-  const double t = dof <= 10 ? kT975[dof - 1] : 2.228;  // past 10, the 10's: never below the true quantile
+  // Past 10 degrees of freedom, the 10's: never below the true quantile.
+  const double t = kT975[std::min(dof, std::size(kT975)) - 1];
   return std::abs(slope) > t * std::sqrt(sse / static_cast<double>(dof) / sxx);
 }
 

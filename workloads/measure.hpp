@@ -3,7 +3,7 @@
 //
 // 1. Warm-up: steps until BOTH at least `warmup_min_steps` steps (set it to
 //    the steps the loader's prefetched backlog feeds: its batches over the
-//    step's micro-batches, steps_to_drain_backlog) AND `warmup_seconds` have passed.
+//    step's micro-batches, set_warmup_steps) AND `warmup_seconds` have passed.
 //    The loader's workers fill their queues before the first step; a timed
 //    window that starts on that backlog measures the queue, not the pipeline
 //    (DESIGN.md, "The CUDA harness": a 0.1 s window read 3-5x too fast). If
@@ -19,7 +19,7 @@
 //    keeps the full `warmup_seconds`, unless it proves the workers keep
 //    ahead: kAheadSteps steps in a row after the first `ahead_min_steps`
 //    (set it to the steps that read each worker's queue once,
-//    steps_to_read_each_queue) each found every queue
+//    set_warmup_steps) each found every queue
 //    they read full with its worker waiting to push a batch it had made
 //    (`ahead`). A queue's first read finds the stock laid up before the
 //    first step; from its second, a worker found waiting has made a batch

@@ -87,8 +87,7 @@ std::string read_pipeline_knobs(const Options& opts, const Assignment& config, c
   MeasureConfig& m = out.measure;
   m.warmup_seconds = opts.get_number("warmup_seconds");
   m.warmup_until_drained = opts.get_bool("warmup_until_drained");
-  m.warmup_min_steps = steps_to_drain_backlog(workers, prefetch, out.grad_accum);
-  m.ahead_min_steps = steps_to_read_each_queue(workers, out.grad_accum);  // each queue's first read finds the stock
+  set_warmup_steps(m, workers, prefetch, out.grad_accum);
   m.window_seconds = opts.get_number("window_seconds");
   m.target_rsd = opts.get_number("target_rsd");
   m.fewest_windows = static_cast<int>(opts.get_int("fewest_windows"));
@@ -109,13 +108,10 @@ namespace {
 std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
 }  // namespace
 
-std::int64_t steps_to_drain_backlog(std::int64_t workers, std::int64_t prefetch, std::int64_t grad_accum) {
+void set_warmup_steps(MeasureConfig& m, std::int64_t workers, std::int64_t prefetch, std::int64_t grad_accum) {
   const std::int64_t per_step = std::max<std::int64_t>(1, grad_accum);
-  return std::max<std::int64_t>(1, ceil_div(batches_before_first_step(workers, prefetch), per_step));
-}
-
-std::int64_t steps_to_read_each_queue(std::int64_t workers, std::int64_t grad_accum) {
-  return workers <= 0 ? 0 : ceil_div(workers, std::max<std::int64_t>(1, grad_accum));
+  m.warmup_min_steps = std::max<std::int64_t>(1, ceil_div(batches_before_first_step(workers, prefetch), per_step));
+  m.ahead_min_steps = workers <= 0 ? 0 : ceil_div(workers, per_step);  // each queue's first read finds the stock
 }
 
 void add_measure_metrics(const MeasureResult& r, Outcome& o) {
@@ -149,8 +145,7 @@ void measure_on_virtual_clock(Outcome& o, const Assignment& config, const TrialC
   const std::int64_t workers = std::max<std::int64_t>(0, config.get_int("num_workers", 0));
   const std::int64_t prefetch = std::max<std::int64_t>(1, config.get_int("prefetch_factor", 2));
   const std::int64_t accum = std::max<std::int64_t>(1, config.get_int("grad_accum", 1));
-  c.warmup_min_steps = steps_to_drain_backlog(workers, prefetch, accum);  // as read_pipeline_knobs
-  c.ahead_min_steps = steps_to_read_each_queue(workers, accum);
+  set_warmup_steps(c, workers, prefetch, accum);  // as read_pipeline_knobs
   // The loader: the share of a step spent waiting for data (measured, or
   // what the model's busy fraction leaves), and the batches prepared before
   // the first step (the queues plus one in each worker's hands). A recorded

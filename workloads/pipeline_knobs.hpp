@@ -76,13 +76,14 @@ void add_measure_metrics(const MeasureResult& r, Outcome& o);
 // prefetch_factor plus the one in its hands (at least 1: inline, the first).
 std::int64_t batches_before_first_step(std::int64_t workers, std::int64_t prefetch);
 
-// The harness's step is a whole optimizer step: grad_accum micro-batches,
-// each one batch from the loader. Its warm-up's counts are in steps: the
+// The warm-up's counts, in the harness's steps: a step is a whole optimizer
+// step of grad_accum micro-batches, each one batch from the loader. The
 // backlog above is gone after ceil(batches / grad_accum) steps
-// (MeasureConfig::warmup_min_steps), and every worker's queue has been read
-// once after ceil(workers / grad_accum) (ahead_min_steps).
-std::int64_t steps_to_drain_backlog(std::int64_t workers, std::int64_t prefetch, std::int64_t grad_accum);
-std::int64_t steps_to_read_each_queue(std::int64_t workers, std::int64_t grad_accum);
+// (m.warmup_min_steps), and every worker's queue has been read once after
+// ceil(workers / grad_accum) (m.ahead_min_steps; 0 without workers). One
+// setter for the cpu and cuda harnesses (read_pipeline_knobs) and the
+// virtual clock.
+void set_warmup_steps(MeasureConfig& m, std::int64_t workers, std::int64_t prefetch, std::int64_t grad_accum);
 
 // How a modelled workload (synthetic, replay) times its trials, from its
 // options simulated_time, warmup_until_drained, startup_seconds,

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <utility>
 
 #include "bench/landscapes.hpp"
 #include "search/space.hpp"
@@ -116,12 +117,14 @@ TEST(Synthetic, NoiseIsSeededPerTrialWithTheStatedSpread) {
 // The harness's step is grad_accum micro-batches: the loader's backlog of
 // workers x (prefetch + 1) batches feeds a step count that many times fewer.
 TEST(Synthetic, TheWarmUpCountsTheBacklogInStepsOfGradAccumBatches) {
-  EXPECT_EQ(steps_to_drain_backlog(10, 8, 1), 90);
-  EXPECT_EQ(steps_to_drain_backlog(10, 8, 8), 12);  // 90 batches, 8 a step
-  EXPECT_EQ(steps_to_drain_backlog(0, 2, 4), 1);
-  EXPECT_EQ(steps_to_read_each_queue(10, 1), 10);
-  EXPECT_EQ(steps_to_read_each_queue(10, 8), 2);
-  EXPECT_EQ(steps_to_read_each_queue(0, 8), 0);
+  auto counts = [](std::int64_t workers, std::int64_t prefetch, std::int64_t accum) {
+    MeasureConfig m;
+    set_warmup_steps(m, workers, prefetch, accum);
+    return std::pair{m.warmup_min_steps, m.ahead_min_steps};
+  };
+  EXPECT_EQ(counts(10, 8, 1), (std::pair<std::int64_t, std::int64_t>{90, 10}));
+  EXPECT_EQ(counts(10, 8, 8), (std::pair<std::int64_t, std::int64_t>{12, 2}));  // 90 batches, 8 a step
+  EXPECT_EQ(counts(0, 2, 4), (std::pair<std::int64_t, std::int64_t>{1, 0}));
 
   // On the virtual clock a loader-bound job with a deep queue and 8
   // micro-batches a step drains its backlog within a few steps; the warm-up
@@ -137,7 +140,7 @@ TEST(Synthetic, TheWarmUpCountsTheBacklogInStepsOfGradAccumBatches) {
     const Outcome o = w->measure(a, ctx);
     ASSERT_TRUE(o.ok()) << o.reason;
     const double steps = o.metric("warmup_steps").value_or(0);
-    EXPECT_GE(steps, static_cast<double>(steps_to_drain_backlog(10, 8, accum))) << accum;
+    EXPECT_GE(steps, static_cast<double>(counts(10, 8, accum).first)) << accum;
     if (accum == 8) {
       EXPECT_EQ(o.metric("warmup_drained").value_or(0), 1.0);
       EXPECT_EQ(o.metric("warmup_complete").value_or(0), 1.0);
