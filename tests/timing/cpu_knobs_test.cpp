@@ -110,5 +110,20 @@ TEST(CpuWorkload, WorkersBeyondTheCoresAddNothing) {
   EXPECT_GE(p.ratio, 0.7);
 }
 
+// Two real measurements compared: here, where no other test shares the
+// cores (under ctest -j2 beside the other suites it failed twice).
+TEST(CpuWorkload, GradAccumCountsEveryMicroBatch) {
+  // With grad_accum 4 a step is four micro-batches; throughput counts samples,
+  // so it stays within 2x of grad_accum 1 (the optimizer step amortises).
+  auto w = make_cpu(quick(1.2));
+  Assignment a = config(16, 1);
+  const Outcome one = w->measure(a, TrialContext{});
+  a.set("grad_accum", Value{I{4}});
+  const Outcome four = w->measure(a, TrialContext{});
+  ASSERT_TRUE(one.ok() && four.ok()) << one.reason << four.reason;
+  EXPECT_GT(four.throughput, 0.5 * one.throughput);
+  EXPECT_LT(four.throughput, 2.0 * one.throughput);
+}
+
 }  // namespace
 }  // namespace autotune
