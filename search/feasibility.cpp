@@ -149,45 +149,74 @@ void FeasibilityModel::fit_bytes(Memory& m, MemoryKind kind, const std::vector<O
   }
   const auto n = static_cast<Eigen::Index>(measured.size());
   const auto nt = static_cast<Eigen::Index>(m.terms.size());
-  Eigen::MatrixXd a(n, nt);
-  for (Eigen::Index i = 0; i < n; ++i) {
-    const Config& c = measured[static_cast<std::size_t>(i)]->config;
-    const double y = *measured[static_cast<std::size_t>(i)]->outcome.metric(metric);
+  auto row_of = [&](const Config& c, double bytes) {
+    Eigen::RowVectorXd row(nt);
     for (Eigen::Index t = 0; t < nt; ++t) {
       double x = 1.0;
       for (std::size_t d : m.terms[static_cast<std::size_t>(t)]) x *= size(d, c);
-      a(i, t) = x / y;
+      row[t] = x / bytes;
     }
+    return row;
+  };
+  double most_ran = 0.0;
+  for (const auto* o : measured) most_ran = std::max(most_ran, *o->outcome.metric(metric));
+  Eigen::MatrixXd a(n, nt);
+  for (Eigen::Index i = 0; i < n; ++i) {
+    const auto* o = measured[static_cast<std::size_t>(i)];
+    a.row(i) = row_of(o->config, *o->outcome.metric(metric));
   }
-  const Eigen::VectorXd norm2 = a.colwise().squaredNorm();
-  Eigen::VectorXd c = Eigen::VectorXd::Zero(nt);
-  Eigen::VectorXd r = Eigen::VectorXd::Ones(n);  // 1 - a c
-  for (int sweep = 0; sweep < 300; ++sweep) {
-    double moved = 0.0;
-    for (Eigen::Index t = 0; t < nt; ++t) {
-      if (norm2[t] <= 0) continue;
-      // A light ridge keeps unidentified terms near 0.
-      const double ridge = 1e-6 * norm2[t];
-      const double next = std::max(0.0, (c[t] * norm2[t] + a.col(t).dot(r)) / (norm2[t] + ridge));
-      const double delta = next - c[t];
-      if (delta != 0.0) {
-        r -= delta * a.col(t);
-        c[t] = next;
-        moved = std::max(moved, std::abs(delta) * std::sqrt(norm2[t]));
+  // Non-negative least squares on the rows, by projected coordinate descent.
+  auto solve = [&](const Eigen::MatrixXd& rows) {
+    const Eigen::VectorXd norm2 = rows.colwise().squaredNorm();
+    Eigen::VectorXd c = Eigen::VectorXd::Zero(nt);
+    Eigen::VectorXd r = Eigen::VectorXd::Ones(rows.rows());  // 1 - rows c
+    for (int sweep = 0; sweep < 300; ++sweep) {
+      double moved = 0.0;
+      for (Eigen::Index t = 0; t < nt; ++t) {
+        if (norm2[t] <= 0) continue;
+        // A light ridge keeps unidentified terms near 0.
+        const double ridge = 1e-6 * norm2[t];
+        const double next = std::max(0.0, (c[t] * norm2[t] + rows.col(t).dot(r)) / (norm2[t] + ridge));
+        const double delta = next - c[t];
+        if (delta != 0.0) {
+          r -= delta * rows.col(t);
+          c[t] = next;
+          moved = std::max(moved, std::abs(delta) * std::sqrt(norm2[t]));
+        }
       }
+      if (moved < 1e-9) break;
     }
-    if (moved < 1e-9) break;
+    return c;
+  };
+  // A failure used at least as much as the most that ran: with few points
+  // and many terms, the fit to what ran alone can put a failure anywhere.
+  // A failure it puts below that joins the fit at that level (the least it
+  // can have used), until none is below.
+  Eigen::MatrixXd rows = a;
+  Eigen::VectorXd c = solve(rows);
+  std::vector<bool> joined(m.failed.size(), false);
+  for (int round = 0; round < 4; ++round) {
+    std::vector<Eigen::RowVectorXd> add;
+    for (std::size_t f = 0; f < m.failed.size(); ++f) {
+      if (joined[f]) continue;
+      const Eigen::RowVectorXd row = row_of(m.failed[f], most_ran);
+      if (row.dot(c) < 1.0) add.push_back(row), joined[f] = true;
+    }
+    if (add.empty()) break;
+    const Eigen::Index old = rows.rows();
+    rows.conservativeResize(old + static_cast<Eigen::Index>(add.size()), nt);
+    for (std::size_t i = 0; i < add.size(); ++i) rows.row(old + static_cast<Eigen::Index>(i)) = add[i];
+    c = solve(rows);
   }
+  const Eigen::VectorXd r = Eigen::VectorXd::Ones(n) - a * c;  // on what ran
   if (!c.allFinite()) return;
   const double rms = std::sqrt(r.squaredNorm() / static_cast<double>(n));
   if (!(rms < kGoodFit)) return;
   m.coef.assign(c.data(), c.data() + nt);
-  // The capacity: what ran fits, what failed did not.
-  double most_ran = 0.0;
-  for (const auto* o : measured) most_ran = std::max(most_ran, *o->outcome.metric(metric));
-  // A fit that puts a failure well below what ran has the shape wrong (too
-  // few points for its terms): no bytes model then. Within the fit's own
-  // error of it, the capacity is simply where the two meet.
+  // The capacity: what ran fits, what failed did not. A fit that still puts
+  // a failure well below what ran has the shape wrong: no bytes model then.
+  // Within the fit's own error of it, the capacity is simply where the two
+  // meet.
   const double fit_sd = std::max(kMinSpread, rms);
   double least_failed = std::numeric_limits<double>::infinity();
   for (const auto& f : m.failed) least_failed = std::min(least_failed, predicted_bytes(m, f));

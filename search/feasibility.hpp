@@ -28,7 +28,9 @@
 // Where trials report the memory (vram_bytes, ram_bytes), the bytes are
 // fitted as a sum of non-negative terms, each a product of up to four
 // relevant knobs' sizes (batch x workers x prefetch x pinning is how a
-// loader's pinned queue grows), so the fit is monotone too; against the capacity (the spec's
+// loader's pinned queue grows), so the fit is monotone too (with as many
+// terms as points it can put a failure anywhere: one it puts below the most
+// that ran joins the fit at that level, the least it can have used); against the capacity (the spec's
 // limit, or the geometric middle between the most that ran and the least
 // the fit puts on a failure, when not given) it gives P(fits) =
 // Phi(log(capacity / predicted) / spread). Between the cones (a

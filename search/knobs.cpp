@@ -76,6 +76,13 @@ std::optional<double> precision_bytes(std::string_view name) {
   return std::nullopt;
 }
 
+std::optional<double> precision_rank(std::string_view name) {
+  if (name == "tf32") return 0.5;
+  const auto bytes = precision_bytes(name);
+  if (!bytes) return std::nullopt;
+  return std::log2(4.0 / *bytes);
+}
+
 std::vector<KnobMemory> knob_memory(const SearchSpace& space) {
   std::vector<KnobMemory> out(space.dims());
   for (std::size_t d = 0; d < space.dims(); ++d) {

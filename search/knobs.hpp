@@ -74,4 +74,11 @@ std::string knob_domain_violation(const KnobInfo& k, const Value& v);
 // and bf16 2, fp8 and int8 1); nullopt for a name we do not know.
 std::optional<double> precision_bytes(std::string_view name);
 
+// Where a precision sits between full and reduced arithmetic, for the
+// surrogate: fp32 0, tf32 0.5 (FP32 storage, a faster matmul unit), the 16-bit
+// formats 1, the 8-bit ones 2; nullopt for a name we do not know. bo reads
+// a categorical precision by this rank beside its one-hot (formats of one
+// width then sit nearer each other: what fp16 showed carries to bf16).
+std::optional<double> precision_rank(std::string_view name);
+
 }  // namespace autotune

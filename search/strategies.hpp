@@ -2,6 +2,8 @@
 // Factories of the built-in strategies (registered in strategy_registry.cpp).
 #include <memory>
 
+#include <Eigen/Core>
+
 #include "search/strategy.hpp"
 
 namespace autotune {
@@ -11,5 +13,10 @@ std::unique_ptr<Strategy> make_grid_strategy(const StrategyContext& ctx);
 std::unique_ptr<Strategy> make_heuristic_strategy(const StrategyContext& ctx);
 std::unique_ptr<Strategy> make_anneal_strategy(const StrategyContext& ctx);
 std::unique_ptr<Strategy> make_bo_strategy(const StrategyContext& ctx);
+
+// The columns bo's GP reads a configuration by: the space's encoding, then a
+// categorical precision's rank (precision_rank, scaled to [0,1] over its
+// listed values) when every value has one.
+Eigen::VectorXd bo_surrogate_columns(const SearchSpace& space, const Config& c);
 
 }  // namespace autotune

@@ -169,6 +169,48 @@ TEST(Feasibility, ReportedBytesDecideNextToAFailure) {
   EXPECT_DOUBLE_EQ(bytes.probability(at(128, 12, 2, true, "fp32", 4)), 0.0) << "above the failure";
 }
 
+// With few trials and many terms, the bytes fitted to what ran alone can put
+// a failure below the most that ran (here the fit to five trials puts the
+// 512-batch host OOM under them, which used to drop the bytes model and
+// leave the cones). The failure then joins the fit at that level, and the
+// model keeps telling a configuration the bytes put over the wall (a deeper
+// queue of 512-batches, unpinned: not at least as large as either failure in
+// every knob, so the cones alone leave it open) from one well under it.
+// A trial sequence bo ran on the cache-knob landscape (seed 1000).
+TEST(Feasibility, AFailureTheFitPutsBelowWhatRanJoinsTheFit) {
+  const bench::FailureLandscape land = bench::failure_landscapes()[4];
+  ASSERT_EQ(land.name, "cache-knob");
+  const SearchSpace s = land.space();
+  auto cfg = [&](std::int64_t b, std::int64_t w, std::int64_t p, bool pin, const std::string& prec, std::int64_t acc,
+                 std::int64_t cache) {
+    return *s.from_assignment(Assignment({{"batch_size", Value{b}},
+                                          {"num_workers", Value{w}},
+                                          {"prefetch_factor", Value{p}},
+                                          {"pin_memory", Value{pin}},
+                                          {"precision", Value{prec}},
+                                          {"grad_accum", Value{acc}},
+                                          {"decode_cache_gb", Value{cache}}}));
+  };
+  const std::vector<Config> tried = {cfg(256, 2, 2, false, "tf32", 4, 2),  cfg(128, 6, 4, false, "fp16", 1, 8),
+                                     cfg(64, 4, 2, true, "bf16", 2, 4),    cfg(32, 8, 2, false, "fp32", 2, 8),
+                                     cfg(128, 10, 4, true, "tf32", 2, 16), cfg(16, 0, 8, true, "fp16", 1, 16),
+                                     cfg(512, 5, 8, true, "fp16", 1, 0)};
+  std::mt19937_64 noise(5);
+  std::vector<Observation> history;
+  for (const auto& c : tried) history.push_back({c, land.measure(s, c, noise, true)});
+  ASSERT_EQ(history[4].outcome.status, Status::host_oom);
+  ASSERT_EQ(history[6].outcome.status, Status::host_oom);
+  FeasibilityModel model(s, 0, 0);
+  model.update(history);
+  const Config over = cfg(512, 6, 8, false, "fp16", 1, 0);  // 28.1 of 26 GB
+  const Config under = cfg(64, 6, 2, false, "fp16", 1, 4);  // 12.8 GB
+  ASSERT_FALSE(land.true_throughput(s, over));
+  ASSERT_TRUE(land.true_throughput(s, under));
+  EXPECT_FALSE(model.known_infeasible(over)) << "the cones alone do not rule it out";
+  EXPECT_LT(model.probability(over), 0.5) << "0.83 from the cones alone";
+  EXPECT_GT(model.probability(under), 0.7);
+}
+
 TEST(Feasibility, PrefetchMeansNothingWithoutWorkers) {
   FeasibilityModel m(pipeline(), 0, 0);
   m.update({{at(512, 0, 1, true, "fp32", 1), Outcome::failure(Status::host_oom, "killed")}});
