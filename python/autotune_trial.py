@@ -20,9 +20,11 @@ cuda harness, README "How a trial is measured"):
    loader had prefetched before the first one, ``num_workers * (prefetch_factor
    + 1)``, have passed. Timing the first steps measures that backlog, not the
    pipeline (3-5x too fast on a real job). If the warm-up would take more than
-   half of ``max_s`` it ends there (``warmup_complete: 0``). Once three steps
-   in a row after those have waited for their batches (each wait over
-   ``drained_wait_share``, 0.1, of its step), the loader's queue ran empty:
+   half of ``max_s`` it ends there (``warmup_complete: 0``). Once three of
+   the last ``2 * num_workers + 1`` steps after those have waited for their
+   batches (each wait over ``drained_wait_share``, 0.1, of its step; workers
+   in step hand over their batches together, so a drained queue makes one
+   step in ``num_workers`` wait, not every one), the loader's queue ran empty:
    the backlog is gone, and the warm-up ends after ``warmup_floor_s`` (0.5)
    instead (``warmup_drained: 1``; ``warmup_until_drained=False`` keeps the
    full ``warmup_s``). Through ``batches(loader)`` with a PyTorch DataLoader
@@ -372,6 +374,10 @@ class Meter:
         prefetch = prefetch_factor if prefetch_factor is not None else p.get("prefetch_factor", 2)
         # Batches prepared before the first step: the queues plus one in each worker's hands.
         self.warmup_min_steps = max(1, int(workers or 0) * (int(prefetch or 2) + 1))
+        # The steps among which three waits show a drained queue: workers that
+        # run in step hand over their batches together, so after the backlog
+        # a wait comes once every `workers` steps, never three in a row.
+        self._wait_span = max(3, 2 * int(workers or 0) + 1)
         self.done = False
         self.result = None
         self.timed_span = None
@@ -382,7 +388,7 @@ class Meter:
         self._warmup_steps = 0
         self._warmup_end = None
         self._drained = False      # steps after the backlog's waited for their batches
-        self._waits_in_a_row = 0
+        self._recent_waits = []    # the last _wait_span steps: whether each waited
         self._ahead = False        # steps after the backlog's found the workers idle, batches ready
         self._full_in_a_row = 0
         self._full = None          # what batch_ready() was told of the step's loader
@@ -460,12 +466,13 @@ class Meter:
             # An inline loader holds no backlog: every step is its own loading,
             # as the built-in harness counts num_workers=0 (drained from the start).
             min_steps = 1 if self._inline else self.warmup_min_steps
-            # Three steps in a row: one long wait can be this process descheduled.
+            # Three waits among the last 2 x workers + 1 steps (three in a row
+            # inline): one long wait can be this process descheduled.
             # Only after the steps the backlog holds: before, a wait is the workers starting.
             waited = self._inline or (self._warmup_steps > min_steps
                                       and wait > r["drained_wait_share"] * (now - self._last_end))
-            self._waits_in_a_row = self._waits_in_a_row + 1 if waited else 0
-            if r["warmup_until_drained"] and self._waits_in_a_row >= 3:
+            self._recent_waits = (self._recent_waits + [waited])[-self._wait_span:]
+            if r["warmup_until_drained"] and sum(self._recent_waits) >= 3:
                 self._drained = True
             # Workers idle with every other batch ready, from the second step on:
             # the batch requested after the previous step is then already made,

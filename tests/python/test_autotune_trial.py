@@ -211,6 +211,41 @@ class Rule(unittest.TestCase):
         self.assertEqual(meter.result["status"], "error")
         self.assertIn("ran out", meter.result["reason"])
 
+    def test_workers_in_step_drain_the_queue_with_a_wait_every_other_step(self):
+        # 2 workers that run in step hand over their batches together once the
+        # stock of 6 is gone: every other step waits 40 ms for the next pair,
+        # the one between finds its batch ready. Three waits in a row never
+        # come; three in the last 5 steps (2 x workers + 1) do, and the warm-up
+        # ends at the floor. On a fake clock: no real timing in it.
+        class Clock:
+            now = 0.0
+
+            def perf_counter(self):
+                return self.now
+
+            def __getattr__(self, name):
+                return getattr(time, name)
+
+        clock = Clock()
+        real, autotune_trial.time = autotune_trial.time, clock
+        try:
+            meter = autotune_trial.Meter(batch_size=16, num_workers=2, prefetch_factor=2)
+            meter.start()
+            step = 0
+            while not meter.done:
+                if step >= meter.warmup_min_steps and step % 2 == 0:
+                    clock.now += 0.040
+                meter.batch_ready()
+                clock.now += 0.008
+                meter.step_done(16)
+                step += 1
+        finally:
+            autotune_trial.time = real
+        r = meter.result
+        self.assertEqual(r["warmup_drained"], 1, r)
+        self.assertLess(r["warmup_seconds"], autotune_trial.RULE["warmup_s"], r)
+        self.assertGreaterEqual(r["warmup_seconds"], autotune_trial.RULE["warmup_floor_s"], r)
+
 
 class Racing(unittest.TestCase):
     """AUTOTUNE_STOP_BELOW: the tuner's bar; a job surely below it stops early."""
