@@ -105,9 +105,8 @@ class BoStrategy final : public StrategyBase {
   explicit BoStrategy(const StrategyContext& ctx)
       : StrategyBase(ctx),
         m_feasibility(m_space, ctx.vram_limit_bytes, ctx.ram_limit_bytes),
-        m_gp(groups(m_space)),
         m_rank(precision_rank_column(m_space)),
-        m_columns(m_space.encoded_dims() + (m_rank ? 1 : 0)) {
+        m_gp(groups(m_space, m_rank)) {
     m_gp.set_additive_share(kAdditiveShare);
     m_initial = initial_design_size(m_space, ctx.budget);
   }
@@ -168,15 +167,17 @@ class BoStrategy final : public StrategyBase {
   }
 
  private:
-  static std::vector<int> groups(const SearchSpace& s) {
+  // The GP's column groups: the space's, then the rank column in its parameter's.
+  static std::vector<int> groups(const SearchSpace& s, const RankColumn& rank) {
     std::vector<int> g(s.encoded_owner().begin(), s.encoded_owner().end());
-    if (auto r = precision_rank_column(s)) g.push_back(static_cast<int>(r->first));
+    if (rank) g.push_back(static_cast<int>(rank->first));
     return g;
   }
   Eigen::VectorXd features(const Config& c) const { return with_rank(m_space, m_rank, c); }
+  Eigen::Index columns() const { return static_cast<Eigen::Index>(m_space.encoded_dims() + (m_rank ? 1 : 0)); }
 
   Eigen::MatrixXd matrix_of(const std::vector<const Observation*>& obs) const {
-    Eigen::MatrixXd x(static_cast<Eigen::Index>(obs.size()), static_cast<Eigen::Index>(m_columns));
+    Eigen::MatrixXd x(static_cast<Eigen::Index>(obs.size()), columns());
     for (std::size_t i = 0; i < obs.size(); ++i)
       x.row(static_cast<Eigen::Index>(i)) = features(obs[i]->config).transpose();
     return x;
@@ -223,7 +224,7 @@ class BoStrategy final : public StrategyBase {
   }
 
   Eigen::MatrixXd encode_all(const std::vector<const Config*>& cs) const {
-    Eigen::MatrixXd x(static_cast<Eigen::Index>(cs.size()), static_cast<Eigen::Index>(m_columns));
+    Eigen::MatrixXd x(static_cast<Eigen::Index>(cs.size()), columns());
     for (std::size_t i = 0; i < cs.size(); ++i) x.row(static_cast<Eigen::Index>(i)) = encoded(*cs[i]).transpose();
     return x;
   }
@@ -287,7 +288,7 @@ class BoStrategy final : public StrategyBase {
     const double best = m_gp.mean_at_data().maxCoeff();
     gp::GaussianProcess model = m_gp;
     if (!pending().empty()) {
-      Eigen::MatrixXd xp(static_cast<Eigen::Index>(pending().size()), static_cast<Eigen::Index>(m_columns));
+      Eigen::MatrixXd xp(static_cast<Eigen::Index>(pending().size()), columns());
       Eigen::Index r = 0;
       for (const auto& c : pending()) xp.row(r++) = features(c).transpose();
       model = m_gp.with_believed(xp);
@@ -373,9 +374,8 @@ class BoStrategy final : public StrategyBase {
   }
 
   FeasibilityModel m_feasibility;
+  RankColumn m_rank;  // before m_gp: its column groups read it
   gp::GaussianProcess m_gp;
-  RankColumn m_rank;
-  std::size_t m_columns = 0;
   int m_initial = 4;
   bool m_dirty = true;
   bool m_design_made = false;
