@@ -106,7 +106,7 @@ class BoStrategy final : public StrategyBase {
       : StrategyBase(ctx),
         m_feasibility(m_space, ctx.vram_limit_bytes, ctx.ram_limit_bytes),
         m_rank(precision_rank_column(m_space)),
-        m_gp(groups(m_space, m_rank)) {
+        m_gp(bo_surrogate_groups(m_space)) {
     m_gp.set_additive_share(kAdditiveShare);
     m_initial = initial_design_size(m_space, ctx.budget);
   }
@@ -167,12 +167,6 @@ class BoStrategy final : public StrategyBase {
   }
 
  private:
-  // The GP's column groups: the space's, then the rank column in its parameter's.
-  static std::vector<int> groups(const SearchSpace& s, const RankColumn& rank) {
-    std::vector<int> g(s.encoded_owner().begin(), s.encoded_owner().end());
-    if (rank) g.push_back(static_cast<int>(rank->first));
-    return g;
-  }
   Eigen::VectorXd features(const Config& c) const { return with_rank(m_space, m_rank, c); }
   Eigen::Index columns() const { return static_cast<Eigen::Index>(m_space.encoded_dims() + (m_rank ? 1 : 0)); }
 
@@ -374,7 +368,7 @@ class BoStrategy final : public StrategyBase {
   }
 
   FeasibilityModel m_feasibility;
-  RankColumn m_rank;  // before m_gp: its column groups read it
+  RankColumn m_rank;
   gp::GaussianProcess m_gp;
   int m_initial = 4;
   bool m_dirty = true;
@@ -395,6 +389,12 @@ std::unique_ptr<Strategy> make_bo_strategy(const StrategyContext& ctx) {
 
 Eigen::VectorXd bo_surrogate_columns(const SearchSpace& space, const Config& c) {
   return with_rank(space, precision_rank_column(space), c);
+}
+
+std::vector<int> bo_surrogate_groups(const SearchSpace& space) {
+  std::vector<int> g(space.encoded_owner().begin(), space.encoded_owner().end());
+  if (const auto rank = precision_rank_column(space)) g.push_back(static_cast<int>(rank->first));
+  return g;
 }
 
 }  // namespace autotune

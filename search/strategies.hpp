@@ -1,6 +1,7 @@
 #pragma once
 // Factories of the built-in strategies (registered in strategy_registry.cpp).
 #include <memory>
+#include <vector>
 
 #include <Eigen/Core>
 
@@ -18,5 +19,7 @@ std::unique_ptr<Strategy> make_bo_strategy(const StrategyContext& ctx);
 // categorical precision's rank (precision_rank, scaled to [0,1] over its
 // listed values) when every value has one.
 Eigen::VectorXd bo_surrogate_columns(const SearchSpace& space, const Config& c);
+// The GP column group (one length scale each) of every such column.
+std::vector<int> bo_surrogate_groups(const SearchSpace& space);
 
 }  // namespace autotune
