@@ -44,7 +44,7 @@
 // Moves are pre-screened (surrogate-assisted annealing, as in
 // metamodel-assisted evolution strategies): a proposal draws up to
 // kScreenedMoves distinct moves by the rules above and makes the one that a
-// GP on the measured log-throughputs (bo's columns and kernel) scores best
+// GP on the measured log-throughputs (bo's Surrogate, search/surrogate.hpp) scores best
 // by log EI + 2 log P(fits). The walk, its acceptance and its restarts are
 // unchanged; what changes is that a move the measurements already call poor
 // (inline loading once it was slow, a precision that did nothing) is seldom
@@ -53,11 +53,10 @@
 #include <cmath>
 #include <map>
 
-
 #include "search/feasibility.hpp"
-#include "search/gp/gaussian_process.hpp"
 #include "search/initial_design.hpp"
 #include "search/strategies.hpp"
+#include "search/surrogate.hpp"
 
 namespace autotune {
 namespace {
@@ -77,16 +76,13 @@ constexpr double kPriorEffect = 0.1;
 // 0.874. 16 moves did no better than 8 (40 seeds: @30 1.000 / 0.880 against
 // 1.000 / 0.876).
 constexpr std::size_t kScreenedMoves = 8;
-constexpr double kRacedNoiseScale = 4.0;  // a raced trial's noise variance, as in bo
-constexpr double kAdditiveShare = 0.5;    // the GP's kernel, as in bo
 
 class AnnealStrategy final : public StrategyBase {
  public:
   explicit AnnealStrategy(const StrategyContext& ctx)
       : StrategyBase(ctx),
         m_feasibility(m_space, ctx.vram_limit_bytes, ctx.ram_limit_bytes),
-        m_gp(bo_surrogate_groups(m_space)) {
-    m_gp.set_additive_share(kAdditiveShare);
+        m_model(m_space) {
     m_horizon = ctx.budget > 0 ? ctx.budget : 100;
     m_patience = std::max(5, m_horizon / 5);
     m_probes = initial_design_size(m_space, ctx.budget);
@@ -216,68 +212,60 @@ class AnnealStrategy final : public StrategyBase {
     return random_unasked();
   }
 
+  // A move drawn from a point, and the knob it changed (none for a trade:
+  // two knobs moved, credited to neither).
+  struct Drawn {
+    Config config;
+    std::optional<std::size_t> dim;
+  };
+
   // Up to kScreenedMoves distinct moves from `from` (each drawn as below),
   // and the one a GP on the measured log-throughputs expects most of (log EI
   // + 2 log P(fits), as bo scores them): pre-screening, so that a measured
   // move is seldom one the measurements already say is poor. With fewer than
   // three measurements, or a GP that cannot be fitted, the first move.
   std::optional<Config> screened_move(const Config& from) {
-    std::vector<Config> moves;
+    std::vector<Drawn> moves;
     for (int attempt = 0; attempt < 64 && moves.size() < kScreenedMoves; ++attempt)
-      if (auto c = move_from(from); c && std::find(moves.begin(), moves.end(), *c) == moves.end())
-        moves.push_back(std::move(*c));
+      if (auto m = move_from(from); m && std::none_of(moves.begin(), moves.end(), [&](const Drawn& o) {
+            return o.config == m->config;
+          }))
+        moves.push_back(std::move(*m));
     if (moves.empty()) return std::nullopt;
     std::size_t pick = 0;
     if (moves.size() > 1)
       if (const auto s = surrogate_scores(moves))
         pick = static_cast<std::size_t>(std::max_element(s->begin(), s->end()) - s->begin());
-    for (std::size_t i = 0; i < moves.size(); ++i)
-      if (i != pick) m_moves.erase(moves[i]);
-    return moves[pick];
+    const Drawn& made = moves[pick];
+    if (made.dim) m_moves[made.config] = Move{*made.dim, m_current_y};
+    return made.config;
   }
 
-  std::optional<std::vector<double>> surrogate_scores(const std::vector<Config>& moves) {
+  std::optional<std::vector<double>> surrogate_scores(const std::vector<Drawn>& moves) {
     std::vector<const Observation*> ok;
     for (const auto& o : history())
       if (o.outcome.ok() && o.outcome.throughput > 0) ok.push_back(&o);
-    if (ok.size() < 3) return std::nullopt;
-    const auto n = static_cast<Eigen::Index>(ok.size());
-    const Eigen::Index cols = bo_surrogate_columns(m_space, ok[0]->config).size();
-    Eigen::MatrixXd x(n, cols);
-    Eigen::VectorXd y(n), scale(n);
-    for (Eigen::Index i = 0; i < n; ++i) {
-      const auto& o = *ok[static_cast<std::size_t>(i)];
-      x.row(i) = bo_surrogate_columns(m_space, o.config).transpose();
-      y[i] = std::log(o.outcome.throughput);
-      scale[i] = o.outcome.raced() ? kRacedNoiseScale : 1.0;
-    }
-    m_gp.set_data(x, y);
-    m_gp.set_noise_scale(scale);
-    gp::FitOptions fo;
-    const bool large = ok.size() >= 30;
-    fo.random_starts = large ? 1 : 2;
-    fo.default_starts = !large;
-    fo.max_evaluations = large ? 40 : 80;
-    if (!m_gp.fit(m_rng, fo)) return std::nullopt;
-    const double best = m_gp.mean_at_data().maxCoeff();
-    Eigen::MatrixXd xm(static_cast<Eigen::Index>(moves.size()), cols);
-    std::vector<const Config*> ptr;
+    if (ok.size() < 3 || !m_model.fit(ok, m_rng)) return std::nullopt;
+    const gp::GaussianProcess& gp = m_model.gp();
+    const double best = gp.mean_at_data().maxCoeff();
+    Eigen::MatrixXd x(static_cast<Eigen::Index>(moves.size()), m_model.width());
+    std::vector<const Config*> configs;
     for (std::size_t i = 0; i < moves.size(); ++i) {
-      xm.row(static_cast<Eigen::Index>(i)) = bo_surrogate_columns(m_space, moves[i]).transpose();
-      ptr.push_back(&moves[i]);
+      x.row(static_cast<Eigen::Index>(i)) = m_model.columns(moves[i].config).transpose();
+      configs.push_back(&moves[i].config);
     }
     Eigen::VectorXd mean, var;
-    m_gp.predict(xm, mean, var);
-    const Eigen::VectorXd p = m_feasibility.probability(ptr);
+    gp.predict(x, mean, var);
+    const Eigen::VectorXd p = m_feasibility.probability(configs);
     std::vector<double> s(moves.size());
     for (std::size_t i = 0; i < moves.size(); ++i) {
       const auto k = static_cast<Eigen::Index>(i);
-      s[i] = gp::log_expected_improvement(mean[k], std::sqrt(var[k]), best) + 2.0 * std::log(std::max(p[k], 1e-12));
+      s[i] = acquisition(gp::log_expected_improvement(mean[k], std::sqrt(var[k]), best), p[k]);
     }
     return s;
   }
 
-  std::optional<Config> move_from(const Config& from) {
+  std::optional<Drawn> move_from(const Config& from) {
     std::uniform_real_distribution<double> u(0.0, 1.0);
     std::vector<double> weight(m_space.dims());
     for (std::size_t e = 0; e < weight.size(); ++e)
@@ -300,10 +288,10 @@ class AnnealStrategy final : public StrategyBase {
     if (c == from) return std::nullopt;
     if (!acceptable(c)) {
       if (m_space.param(d).scale == Scale::categorical || c[d] < from[d]) return std::nullopt;
-      return trade(from, c, d);  // two knobs moved: credited to neither
+      if (auto t = trade(from, c, d)) return Drawn{std::move(*t), std::nullopt};
+      return std::nullopt;
     }
-    m_moves[c] = Move{d, m_current_y};
-    return c;
+    return Drawn{std::move(c), d};
   }
 
   // A step up along knob d that would not fit, paid for by one step down
@@ -347,7 +335,7 @@ class AnnealStrategy final : public StrategyBase {
   std::vector<double> m_effect_sum;  // per knob: sum of |change in log-throughput| its moves made
   std::vector<int> m_effect_count;   // per knob: measured moves along it
   FeasibilityModel m_feasibility;
-  gp::GaussianProcess m_gp;  // the screen's surrogate, refitted at each screened move
+  Surrogate m_model;  // the screen's, refitted at each screened move
   bool m_design_made = false;
   std::vector<Config> m_design;
   std::size_t m_next_design = 0;

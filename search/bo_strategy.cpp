@@ -6,13 +6,13 @@
 //    on the ranges' ends) up to initial_design_size(): d+1 points (d: the
 //    knobs that can move), at most a third of the budget. Design points the feasibility model rules out by
 //    then are moved to the nearest usable configuration.
-//  - Model: a GP (search/gp) on log(throughput) of `ok` trials only (a raced
-//    trial with kRacedNoiseScale times the noise variance); failures
-//    feed the FeasibilityModel instead (no penalty imputation, SEARCH-NOTES).
-//    Its kernel is half product, half additive over the parameters
-//    (kAdditiveShare). A categorical precision is read by its one-hot and by
-//    its rank (fp32, tf32, 16-bit: bo_surrogate_columns).
-//  - Acquisition: log EI (Ament et al. 2023) + 2 log P(feasible), scored on every
+//  - Model: the Surrogate (search/surrogate.hpp), a GP (search/gp) on
+//    log(throughput) of `ok` trials only (a raced trial with a larger noise
+//    variance); failures feed the FeasibilityModel instead (no penalty
+//    imputation, SEARCH-NOTES). Its kernel is half product, half additive
+//    over the parameters. A categorical precision is read by its one-hot and
+//    by its rank (fp32, tf32, 16-bit).
+//  - Acquisition: log EI (Ament et al. 2023) + 2 log P(feasible) (acquisition()), scored on every
 //    valid unasked configuration when the space can be listed; otherwise on
 //    random candidates refined by a local search over neighbours.
 //  - Pending proposals: Kriging believer — the GP is conditioned on pending
@@ -28,86 +28,28 @@
 #include <cmath>
 #include <limits>
 #include <map>
-#include <optional>
-#include <utility>
 
 #include "search/feasibility.hpp"
 #include "search/gp/gaussian_process.hpp"
 #include "search/initial_design.hpp"
-#include "search/knobs.hpp"
 #include "search/strategies.hpp"
+#include "search/surrogate.hpp"
 
 namespace autotune {
 namespace {
 
 constexpr double kMinFeasible = 0.02;  // candidates below this are dropped while others remain
-// The acquisition is EI x P(feasible)^2. With num_workers read by its log
-// (search/knobs.cpp) the GP expects more near a host wall than it did, and
-// plain EI x P spent a fifth more trials on failures there (a third of the
-// space failing: 0.22 of the trials after the design, against 0.17); the
-// square takes the risk back (0.15) and keeps the gain (pooled over six
-// failure landscapes, 100 fresh seeds, @15 median 0.838 -> 0.869, p10 0.605
-// -> 0.646). Its square alone, on the old encoding, lost (@15 0.824).
-// Tried before: the square root (0.5) let third-fails waste 22% of its trials.
-constexpr double kFeasibleWeight = 2.0;
 constexpr int kRandomCandidates = 2000;  // when the space cannot be listed
-// Half the GP's signal in an additive part (gp::GaussianProcess): with 5 to 30
-// points in 6 or 7 dimensions, what one knob did at one corner (inline
-// loading is slow, a deeper queue helps) is carried to the others instead of
-// fading with the distance. Equal halves: no preference between the two.
-constexpr double kAdditiveShare = 0.5;
 // Convergence: 0.5% of the incumbent expected from the best candidate, three
 // proposals running (one low EI can be a model that has not yet seen a region).
 constexpr double kConvergedGain = 0.005;
 constexpr int kConvergedProposals = 3;
-// A raced trial (stopped after two or three windows below the tuner's bar)
-// is a shorter measurement: four times the noise variance of a full one
-// (the spread of a mean of 2 windows against one of 3 to 5).
-constexpr double kRacedNoiseScale = 4.0;
-
-// A categorical precision's rank (search/knobs.hpp: fp32 0, tf32 1/2,
-// 16-bit 1, scaled to [0,1] over the listed values) as one more column in
-// its group, beside its one-hot: fp16 and bf16 (or fp32 and tf32) then sit
-// nearer each other than the others, so what one showed carries to the
-// other. Sixty seeds of the synthetic profiles and the H100 replay (every
-// issue-15 lever on): seconds to 98% of the optimum 67.9 -> 58.9 on the
-// H100, 58.2 -> 53.5 compute-bound, within 4% elsewhere, final medians
-// within 0.2%; the failure landscapes unchanged (@15 0.863 -> 0.858 named,
-// 0.855 -> 0.852 held-out). {parameter, column per value}; none when a
-// value's name is unknown or all ranks are equal.
-using RankColumn = std::optional<std::pair<std::size_t, std::vector<double>>>;
-RankColumn precision_rank_column(const SearchSpace& s) {
-  const auto d = s.index_of("precision");
-  if (!d || s.param(*d).scale != Scale::categorical) return std::nullopt;
-  std::vector<double> pos;
-  for (const auto& v : s.param(*d).values) {
-    const auto* name = std::get_if<std::string>(&v);
-    const auto rank = name ? precision_rank(*name) : std::nullopt;
-    if (!rank) return std::nullopt;
-    pos.push_back(*rank);
-  }
-  const double lo = *std::min_element(pos.begin(), pos.end()), hi = *std::max_element(pos.begin(), pos.end());
-  if (!(hi > lo)) return std::nullopt;
-  for (double& x : pos) x = (x - lo) / (hi - lo);
-  return std::make_pair(*d, pos);
-}
-
-Eigen::VectorXd with_rank(const SearchSpace& space, const RankColumn& rank, const Config& c) {
-  Eigen::VectorXd e = space.encode(c);
-  if (!rank) return e;
-  Eigen::VectorXd out(e.size() + 1);
-  out << e, rank->second[static_cast<std::size_t>(c[rank->first])];
-  return out;
-}
-
 class BoStrategy final : public StrategyBase {
  public:
   explicit BoStrategy(const StrategyContext& ctx)
       : StrategyBase(ctx),
         m_feasibility(m_space, ctx.vram_limit_bytes, ctx.ram_limit_bytes),
-        m_rank(precision_rank_column(m_space)),
-        m_gp(bo_surrogate_groups(m_space)) {
-    m_gp.set_additive_share(kAdditiveShare);
+        m_model(m_space) {
     m_initial = initial_design_size(m_space, ctx.budget);
   }
   std::string_view name() const override { return "bo"; }
@@ -117,7 +59,7 @@ class BoStrategy final : public StrategyBase {
   std::vector<std::string> take_notes() override {
     std::vector<std::string> out = std::move(m_notes);
     m_notes.clear();
-    const auto& w = m_gp.warnings();
+    const auto& w = m_model.gp().warnings();
     for (; m_warnings_seen < w.size(); ++m_warnings_seen) out.push_back("bo: the GP fit: " + w[m_warnings_seen]);
     return out;
   }
@@ -127,12 +69,11 @@ class BoStrategy final : public StrategyBase {
     for (const auto& o : history())
       if (o.outcome.ok() && o.outcome.throughput > 0) ok.push_back(&o);
     if (ok.size() < 3) return StrategyBase::recommend();
-    gp::GaussianProcess g = m_gp;  // a copy: recommend() is const
-    g.set_data(matrix_of(ok), targets_of(ok));
-    g.set_noise_scale(noise_scales_of(ok));
+    Surrogate model = m_model;  // a copy: recommend() is const
+    model.set_data(ok);
     std::mt19937_64 rng(m_ctx.seed ^ 0x5eedULL);
-    if (!g.fit(rng)) return StrategyBase::recommend();
-    const Eigen::VectorXd mean = g.mean_at_data();
+    if (!model.gp().fit(rng)) return StrategyBase::recommend();
+    const Eigen::VectorXd mean = model.gp().mean_at_data();
     Eigen::Index best = 0;
     mean.maxCoeff(&best);
     return ok[static_cast<std::size_t>(best)]->config;
@@ -157,7 +98,7 @@ class BoStrategy final : public StrategyBase {
     // Two points give the GP's hyperparameters nothing to fit: its EI then
     // piles on a corner. Keep filling the space until a third one runs.
     if (ok.size() < 3) return space_filling();
-    if (!fit(ok)) {
+    if (!m_model.fit(ok, m_rng)) {
       m_notes.push_back("bo: no posterior could be formed from " + std::to_string(ok.size()) +
                         " measurements; this proposal fills the space instead");
       m_low_gain_streak = 0;
@@ -167,39 +108,6 @@ class BoStrategy final : public StrategyBase {
   }
 
  private:
-  Eigen::VectorXd features(const Config& c) const { return with_rank(m_space, m_rank, c); }
-  Eigen::Index columns() const { return static_cast<Eigen::Index>(m_space.encoded_dims() + (m_rank ? 1 : 0)); }
-
-  Eigen::MatrixXd matrix_of(const std::vector<const Observation*>& obs) const {
-    Eigen::MatrixXd x(static_cast<Eigen::Index>(obs.size()), columns());
-    for (std::size_t i = 0; i < obs.size(); ++i)
-      x.row(static_cast<Eigen::Index>(i)) = features(obs[i]->config).transpose();
-    return x;
-  }
-  static Eigen::VectorXd noise_scales_of(const std::vector<const Observation*>& obs) {
-    Eigen::VectorXd s(static_cast<Eigen::Index>(obs.size()));
-    for (std::size_t i = 0; i < obs.size(); ++i)
-      s[static_cast<Eigen::Index>(i)] = obs[i]->outcome.raced() ? kRacedNoiseScale : 1.0;
-    return s;
-  }
-  static Eigen::VectorXd targets_of(const std::vector<const Observation*>& obs) {
-    Eigen::VectorXd y(static_cast<Eigen::Index>(obs.size()));
-    for (std::size_t i = 0; i < obs.size(); ++i) y[static_cast<Eigen::Index>(i)] = std::log(obs[i]->outcome.throughput);
-    return y;
-  }
-
-  bool fit(const std::vector<const Observation*>& ok) {
-    m_gp.set_data(matrix_of(ok), targets_of(ok));
-    m_gp.set_noise_scale(noise_scales_of(ok));
-    gp::FitOptions fo;
-    // Fewer restarts as data grows: the previous optimum is a good start then.
-    const bool large = ok.size() >= 30;
-    fo.random_starts = large ? 1 : 2;
-    fo.default_starts = !large;
-    fo.max_evaluations = large ? 40 : 80;
-    return m_gp.fit(m_rng, fo);
-  }
-
   // Candidates: every unasked valid configuration, or a random sample.
   std::vector<const Config*> candidates(std::vector<Config>& storage) {
     std::vector<const Config*> out;
@@ -218,7 +126,7 @@ class BoStrategy final : public StrategyBase {
   }
 
   Eigen::MatrixXd encode_all(const std::vector<const Config*>& cs) const {
-    Eigen::MatrixXd x(static_cast<Eigen::Index>(cs.size()), columns());
+    Eigen::MatrixXd x(static_cast<Eigen::Index>(cs.size()), m_model.width());
     for (std::size_t i = 0; i < cs.size(); ++i) x.row(static_cast<Eigen::Index>(i)) = encoded(*cs[i]).transpose();
     return x;
   }
@@ -226,7 +134,7 @@ class BoStrategy final : public StrategyBase {
   Eigen::VectorXd encoded(const Config& c) const {
     auto it = m_encoding_cache.find(c);
     if (it != m_encoding_cache.end()) return it->second;
-    Eigen::VectorXd e = features(c);
+    Eigen::VectorXd e = m_model.columns(c);
     if (m_encoding_cache.size() < 200'000) m_encoding_cache.emplace(c, e);
     return e;
   }
@@ -262,14 +170,14 @@ class BoStrategy final : public StrategyBase {
         const std::size_t i = order[j];
         p[i] = pf[static_cast<Eigen::Index>(j - done)];
         if (p[i] >= kMinFeasible) {
-          s[i] = lei[i] + kFeasibleWeight * std::log(p[i]);
+          s[i] = acquisition(lei[i], p[i]);
           best_plausible = std::max(best_plausible, s[i]);
         }
       }
       done = end;
     }
     if (best_plausible == kNegInf)  // nothing plausible anywhere: rank by the product alone
-      for (std::size_t i = 0; i < n; ++i) s[i] = lei[i] + kFeasibleWeight * std::log(std::max(p[i], 1e-12));
+      for (std::size_t i = 0; i < n; ++i) s[i] = acquisition(lei[i], p[i]);
     return s;
   }
 
@@ -279,14 +187,15 @@ class BoStrategy final : public StrategyBase {
     if (cs.empty()) return random_unasked();
     // The incumbent: the best posterior mean among measured points (noisy EI
     // with a plug-in best; Picheny et al. 2013).
-    const double best = m_gp.mean_at_data().maxCoeff();
-    gp::GaussianProcess model = m_gp;
+    const gp::GaussianProcess& fitted = m_model.gp();
+    const double best = fitted.mean_at_data().maxCoeff();
+    gp::GaussianProcess model = fitted;
     if (!pending().empty()) {
-      Eigen::MatrixXd xp(static_cast<Eigen::Index>(pending().size()), columns());
+      Eigen::MatrixXd xp(static_cast<Eigen::Index>(pending().size()), m_model.width());
       Eigen::Index r = 0;
-      for (const auto& c : pending()) xp.row(r++) = features(c).transpose();
-      model = m_gp.with_believed(xp);
-      if (!model.ready()) model = m_gp;
+      for (const auto& c : pending()) xp.row(r++) = m_model.columns(c).transpose();
+      model = fitted.with_believed(xp);
+      if (!model.ready()) model = fitted;
     }
     Eigen::MatrixXd x = encode_all(cs);
     std::vector<double> s = scores(model, best, cs, x);
@@ -368,8 +277,7 @@ class BoStrategy final : public StrategyBase {
   }
 
   FeasibilityModel m_feasibility;
-  RankColumn m_rank;
-  gp::GaussianProcess m_gp;
+  Surrogate m_model;
   int m_initial = 4;
   bool m_dirty = true;
   bool m_design_made = false;
@@ -385,16 +293,6 @@ class BoStrategy final : public StrategyBase {
 
 std::unique_ptr<Strategy> make_bo_strategy(const StrategyContext& ctx) {
   return std::make_unique<BoStrategy>(ctx);
-}
-
-Eigen::VectorXd bo_surrogate_columns(const SearchSpace& space, const Config& c) {
-  return with_rank(space, precision_rank_column(space), c);
-}
-
-std::vector<int> bo_surrogate_groups(const SearchSpace& space) {
-  std::vector<int> g(space.encoded_owner().begin(), space.encoded_owner().end());
-  if (const auto rank = precision_rank_column(space)) g.push_back(static_cast<int>(rank->first));
-  return g;
 }
 
 }  // namespace autotune

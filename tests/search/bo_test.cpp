@@ -4,7 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "search/knobs.hpp"
-#include "search/strategies.hpp"
+#include "search/surrogate.hpp"
 #include "search/strategy.hpp"
 
 namespace autotune {
@@ -35,19 +35,20 @@ TEST(Bo, ReadsPrecisionByRankBesideItsOneHot) {
   };
   const SearchSpace space({{"batch_size", batch, Scale::log},
                            {"precision", precisions({"fp32", "tf32", "fp16", "bf16"}), Scale::categorical}});
-  auto at = [&](int prec) { return bo_surrogate_columns(space, Config{1, prec}); };
+  const Surrogate model(space);
+  auto at = [&](int prec) { return model.columns(Config{1, prec}); };
   ASSERT_EQ(at(0).size(), space.encoded_dims() + 1);
   const double fp16_bf16 = (at(2) - at(3)).norm(), fp16_fp32 = (at(2) - at(0)).norm();
   const double tf32_fp32 = (at(1) - at(0)).norm(), tf32_fp16 = (at(1) - at(2)).norm();
   EXPECT_LT(fp16_bf16, fp16_fp32);
   EXPECT_LT(tf32_fp32, fp16_fp32);
   EXPECT_LT(tf32_fp16, fp16_fp32);
-  EXPECT_TRUE(bo_surrogate_columns(space, Config{2, 3}).head(space.encoded_dims()).isApprox(space.encode(Config{2, 3})))
+  EXPECT_TRUE(model.columns(Config{2, 3}).head(space.encoded_dims()).isApprox(space.encode(Config{2, 3})))
       << "the space's own columns first";
 
   const SearchSpace unknown({{"batch_size", batch, Scale::log},
                              {"precision", precisions({"fp32", "int4"}), Scale::categorical}});
-  EXPECT_EQ(bo_surrogate_columns(unknown, Config{0, 1}).size(), unknown.encoded_dims()) << "int4 has no rank";
+  EXPECT_EQ(Surrogate(unknown).columns(Config{0, 1}).size(), unknown.encoded_dims()) << "int4 has no rank";
 }
 
 }  // namespace
