@@ -8,7 +8,8 @@
 # stop at 3 steady windows, the stop on scatter without a trend, the converged stop), SEEDS
 # seeds, budget 30. Also the cuda workload's sweep on an H100 (bench/gpu,
 # configs/replay_h100.yaml) where it is in bench/results; LANDSCAPES="a b"
-# picks landscapes by name. Reports per landscape the median fraction of the optimum
+# picks landscapes by name, VARIANTS="before all" variants (before is
+# always run: the ratios are against it). Reports per landscape the median fraction of the optimum
 # at the end, the median seconds until the recommendation reaches 98% of it,
 # and the median seconds a run takes, each variant beside the one before.
 #   bench/time_to_quality.sh [SWEEP_CSV] [SUMMARY_MD] [SEEDS] [STRATEGY]
@@ -46,6 +47,7 @@ done
 
 row() {  # landscape variant warm-up stop-spread fewest-windows scatter-stop flags -> one Markdown row from compare's summary.csv
   local name=$1 variant=$2 drained=$3 spread=$4 fewest=$5 scatter=$6; shift 6
+  [ -z "${VARIANTS:-}" ] || [ "$variant" = before ] || [[ " $VARIANTS " == *" $variant "* ]] || return 0
   # The warm-up and stopping rules are the workload's options: the spec with them set.
   sed -e "s/^\(workload: {.*\)}/\1, warmup_until_drained: $drained, target_rsd: $spread, fewest_windows: $fewest, stop_on_scatter: $scatter}/" "$out/$name.yaml" \
     > "$out/$name-$variant.yaml"
