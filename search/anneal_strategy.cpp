@@ -246,7 +246,7 @@ class AnnealStrategy final : public StrategyBase {
     for (const auto& o : history())
       if (o.outcome.ok() && o.outcome.throughput > 0) ok.push_back(&o);
     if (ok.size() < 3 || !m_model.fit(ok, m_rng)) return std::nullopt;
-    const gp::GaussianProcess& gp = m_model.gp();
+    const Surrogate& gp = m_model;
     const double best = gp.mean_at_data().maxCoeff();
     Eigen::MatrixXd x(static_cast<Eigen::Index>(moves.size()), m_model.width());
     std::vector<const Config*> configs;

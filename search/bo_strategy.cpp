@@ -72,8 +72,8 @@ class BoStrategy final : public StrategyBase {
     Surrogate model = m_model;  // a copy: recommend() is const
     model.set_data(ok);
     std::mt19937_64 rng(m_ctx.seed ^ 0x5eedULL);
-    if (!model.gp().fit(rng)) return StrategyBase::recommend();
-    const Eigen::VectorXd mean = model.gp().mean_at_data();
+    if (!model.fit_default(rng)) return StrategyBase::recommend();
+    const Eigen::VectorXd mean = model.mean_at_data();
     Eigen::Index best = 0;
     mean.maxCoeff(&best);
     return ok[static_cast<std::size_t>(best)]->config;
@@ -144,7 +144,7 @@ class BoStrategy final : public StrategyBase {
   // P <= 1, so once the best score found reaches the next-largest log EI, no
   // unscored candidate can beat it and the feasibility models (the costlier
   // part on a large space) need not see it.
-  std::vector<double> scores(const gp::GaussianProcess& model, double best,
+  std::vector<double> scores(const Surrogate& model, double best,
                              const std::vector<const Config*>& cs, const Eigen::MatrixXd& x) const {
     constexpr double kNegInf = -std::numeric_limits<double>::infinity();
     Eigen::VectorXd mean, var;
@@ -187,9 +187,9 @@ class BoStrategy final : public StrategyBase {
     if (cs.empty()) return random_unasked();
     // The incumbent: the best posterior mean among measured points (noisy EI
     // with a plug-in best; Picheny et al. 2013).
-    const gp::GaussianProcess& fitted = m_model.gp();
+    const Surrogate& fitted = m_model;
     const double best = fitted.mean_at_data().maxCoeff();
-    gp::GaussianProcess model = fitted;
+    Surrogate model = fitted;
     if (!pending().empty()) {
       Eigen::MatrixXd xp(static_cast<Eigen::Index>(pending().size()), m_model.width());
       Eigen::Index r = 0;
@@ -212,7 +212,7 @@ class BoStrategy final : public StrategyBase {
 
   // Hill-climb on the acquisition over neighbours (only when the space is too
   // large to list).
-  Config local_search(const gp::GaussianProcess& model, double best, Config current, double score) {
+  Config local_search(const Surrogate& model, double best, Config current, double score) {
     for (int step = 0; step < 20; ++step) {
       std::vector<Config> nbs;
       for (auto& nb : m_space.neighbours(current))

@@ -67,9 +67,69 @@ std::vector<int> column_groups(const SearchSpace& s, const std::optional<std::pa
 }  // namespace
 
 Surrogate::Surrogate(const SearchSpace& space)
-    : m_space(&space), m_rank(precision_rank_column(space)), m_gp(column_groups(space, m_rank)) {
+    : m_space(&space), m_rank(precision_rank_column(space)), m_gp(column_groups(space, m_rank)),
+      m_compute(column_groups(space, m_rank)), m_busy(column_groups(space, m_rank)) {
   m_gp.set_additive_share(kAdditiveShare);
+  m_compute.set_additive_share(kAdditiveShare);
+  m_busy.set_additive_share(kAdditiveShare);
 }
+
+namespace {
+// The share of a trial's time spent computing rather than waiting for data:
+// the harness's and autotune_trial's compute_busy (1 - data_wait_fraction),
+// else the cuda workload's gpu_busy. Read by the two factors it splits T
+// into, bo found the top sooner where the compute is a device's: 60 seeds x
+// 2 seed sets, every issue-15 lever, seconds to 98% of the optimum (plain
+// -> split): the H100 replay 58.9 -> 48.4 and 58.1 -> 49.7, compute_bound
+// 53.5 -> 51.1 and 57.9 -> 48.3, memory_tight 71.2 -> 59.6 and 82.7 -> 61.1
+// with its final median 0.982 -> 1.000 in both; balanced 39.3 -> 46.0 and
+// 35.8 -> 34.1 (final 0.991 -> 0.997, 0.989 -> 0.991); loader_bound's final
+// median 0.994 -> 0.988 and 0.992 -> 0.988 (its T hardly moves with the
+// precision while both factors do); the cpu default, whose compute shares
+// the cores with its loader, 11.3 -> 12.8 and 11.1 -> 11.5 s. Choosing per
+// fit between the split and the plain GP by their marginal likelihoods lost
+// the H100's gain (63.2 s).
+std::optional<double> busy_share(const Outcome& o) {
+  if (auto b = o.metric("compute_busy")) return b;
+  if (auto w = o.metric("data_wait_fraction")) return 1.0 - *w;
+  if (auto b = o.metric("gpu_busy")) return b;
+  return std::nullopt;
+}
+}  // namespace
+
+void Surrogate::predict(const Eigen::MatrixXd& x, Eigen::VectorXd& mean, Eigen::VectorXd& var) const {
+  if (!m_split) return m_gp.predict(x, mean, var);
+  m_compute.predict(x, mean, var);
+  Eigen::VectorXd m2, v2;
+  m_busy.predict(x, m2, v2);
+  mean += m2.cwiseMin(0.0);  // a busy share is at most 1
+  var += v2;
+}
+
+Eigen::VectorXd Surrogate::mean_at_data() const {
+  if (!m_split) return m_gp.mean_at_data();
+  return m_compute.mean_at_data() + m_busy.mean_at_data().cwiseMin(0.0);
+}
+
+Surrogate Surrogate::with_believed(const Eigen::MatrixXd& xp) const {
+  Surrogate s = *this;
+  if (m_split) {
+    s.m_compute = m_compute.with_believed(xp);
+    s.m_busy = m_busy.with_believed(xp);
+  } else {
+    s.m_gp = m_gp.with_believed(xp);
+  }
+  return s;
+}
+
+bool Surrogate::ready() const { return m_split ? m_compute.ready() && m_busy.ready() : m_gp.ready(); }
+
+bool Surrogate::fit_parts(Rng& rng, const gp::FitOptions& fo) {
+  m_split = m_have_busy && m_compute.fit(rng, fo) && m_busy.fit(rng, fo);
+  return m_split || m_gp.fit(rng, fo);
+}
+
+bool Surrogate::fit_default(Rng& rng) { return fit_parts(rng, gp::FitOptions{}); }
 
 Eigen::VectorXd Surrogate::columns(const Config& c) const {
   Eigen::VectorXd e = m_space->encode(c);
@@ -86,15 +146,26 @@ Eigen::Index Surrogate::width() const {
 void Surrogate::set_data(const std::vector<const Observation*>& ok) {
   const auto n = static_cast<Eigen::Index>(ok.size());
   Eigen::MatrixXd x(n, width());
-  Eigen::VectorXd y(n), scale(n);
+  Eigen::VectorXd y(n), scale(n), yb(n);
+  m_have_busy = n > 0;
   for (Eigen::Index i = 0; i < n; ++i) {
     const Observation& o = *ok[static_cast<std::size_t>(i)];
     x.row(i) = columns(o.config).transpose();
     y[i] = std::log(o.outcome.throughput);
     scale[i] = o.outcome.raced() ? kRacedNoiseScale : 1.0;
+    const auto b = busy_share(o.outcome);
+    m_have_busy = m_have_busy && b.has_value();
+    yb[i] = std::log(std::clamp(b.value_or(1.0), 0.01, 1.0));
   }
   m_gp.set_data(x, y);
   m_gp.set_noise_scale(scale);
+  m_split = false;
+  if (m_have_busy) {
+    m_compute.set_data(x, y - yb);
+    m_compute.set_noise_scale(scale);
+    m_busy.set_data(x, yb);
+    m_busy.set_noise_scale(scale);
+  }
 }
 
 bool Surrogate::fit(const std::vector<const Observation*>& ok, Rng& rng) {
@@ -105,7 +176,7 @@ bool Surrogate::fit(const std::vector<const Observation*>& ok, Rng& rng) {
   fo.random_starts = large ? 1 : 2;
   fo.default_starts = !large;
   fo.max_evaluations = large ? 40 : 80;
-  return m_gp.fit(rng, fo);
+  return fit_parts(rng, fo);
 }
 
 double acquisition(double log_ei, double p_fits) {

@@ -2,7 +2,13 @@
 // The model of the measurements that bo searches with and anneal screens its
 // moves with: a GP (search/gp) on the log-throughput of `ok` trials, read by
 // the space's encoding plus a categorical precision's rank, and the
-// acquisition both rank candidates by. Failures are not in it: they feed the
+// acquisition both rank candidates by. Where every ok trial reports how busy
+// its compute was (compute_busy, data_wait_fraction or gpu_busy), the
+// throughput T is read as its two factors instead, T = (T / busy) x busy:
+// the rate the step would run at were it never to wait for data (batch,
+// precision and accumulation move it) and the share of the time it did not
+// wait (the loader's knobs move it, up to 1), one GP each, their sum the
+// prediction of log T. Failures are not in it: they feed the
 // FeasibilityModel, whose P(fits) the acquisition weighs (SEARCH-NOTES).
 #include <optional>
 #include <utility>
@@ -25,9 +31,9 @@ class Surrogate {
   Eigen::VectorXd columns(const Config& c) const;
   Eigen::Index width() const;
 
-  // The data: the ok observations' columns and log-throughputs, a raced
-  // trial with kRacedNoiseScale times the noise variance. Keeps the
-  // hyperparameters.
+  // The data: the ok observations' columns and log-throughputs (and their
+  // two factors when every one reports its busy share), a raced trial with
+  // kRacedNoiseScale times the noise variance. Keeps the hyperparameters.
   void set_data(const std::vector<const Observation*>& ok);
   // set_data, then the hyperparameters refitted from the previous optimum
   // (fewer restarts once there are 30 points). False when no posterior
@@ -37,11 +43,29 @@ class Surrogate {
   gp::GaussianProcess& gp() { return m_gp; }
   const gp::GaussianProcess& gp() const { return m_gp; }
 
+  // Log-throughput at x's rows (mean, latent variance), from the model
+  // fitted last: the GP on log-throughput, or when split the compute rate's
+  // GP plus the busy share's (capped at 0).
+  void predict(const Eigen::MatrixXd& x, Eigen::VectorXd& mean, Eigen::VectorXd& var) const;
+  Eigen::VectorXd mean_at_data() const;
+  // A copy whose GPs believe their own means at xp's rows (pending trials).
+  Surrogate with_believed(const Eigen::MatrixXd& xp) const;
+  bool ready() const;
+  // The data as set, hyperparameters by the GPs' default options.
+  bool fit_default(Rng& rng);
+  // Whether the last fit split the throughput into its two factors.
+  bool split() const { return m_split; }
+
  private:
   const SearchSpace* m_space;
   // The precision's parameter and its rank per value, when it has one.
   std::optional<std::pair<std::size_t, std::vector<double>>> m_rank;
   gp::GaussianProcess m_gp;
+  // With every ok trial's busy share b: log(T / b) (the rate were the step
+  // never to wait for data) and log b, each by its own GP.
+  gp::GaussianProcess m_compute, m_busy;
+  bool m_have_busy = false, m_split = false;
+  bool fit_parts(Rng& rng, const gp::FitOptions& fo);
 };
 
 // log(EI x P(fits)^kFeasibleWeight) from a candidate's log EI and P(fits)
