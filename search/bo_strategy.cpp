@@ -11,7 +11,9 @@
 //    variance); failures feed the FeasibilityModel instead (no penalty
 //    imputation, SEARCH-NOTES). Its kernel is half product, half additive
 //    over the parameters. A categorical precision is read by its one-hot and
-//    by its rank (fp32, tf32, 16-bit).
+//    by its rank (fp32, tf32, 16-bit). Where every ok trial reports its
+//    busy share, log-throughput is the sum of two such GPs: the compute
+//    rate's (throughput / busy) and the busy share's (capped at 1).
 //  - Acquisition: log EI (Ament et al. 2023) + 2 log P(feasible) (acquisition()), scored on every
 //    valid unasked configuration when the space can be listed; otherwise on
 //    random candidates refined by a local search over neighbours.
