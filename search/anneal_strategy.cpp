@@ -246,8 +246,7 @@ class AnnealStrategy final : public StrategyBase {
     for (const auto& o : history())
       if (o.outcome.ok() && o.outcome.throughput > 0) ok.push_back(&o);
     if (ok.size() < 3 || !m_model.fit(ok, m_rng)) return std::nullopt;
-    const Surrogate& gp = m_model;
-    const double best = gp.mean_at_data().maxCoeff();
+    const double best = m_model.mean_at_data().maxCoeff();
     Eigen::MatrixXd x(static_cast<Eigen::Index>(moves.size()), m_model.width());
     std::vector<const Config*> configs;
     for (std::size_t i = 0; i < moves.size(); ++i) {
@@ -255,7 +254,7 @@ class AnnealStrategy final : public StrategyBase {
       configs.push_back(&moves[i].config);
     }
     Eigen::VectorXd mean, var;
-    gp.predict(x, mean, var);
+    m_model.predict(x, mean, var);
     const Eigen::VectorXd p = m_feasibility.probability(configs);
     std::vector<double> s(moves.size());
     for (std::size_t i = 0; i < moves.size(); ++i) {

@@ -81,7 +81,7 @@ namespace {
 // into, bo found the top sooner where the compute is a device's: 60 seeds x
 // 2 seed sets, every issue-15 lever, seconds to 98% of the optimum (plain
 // -> split): the H100 replay 58.9 -> 48.4 and 58.1 -> 49.7, compute_bound
-// 53.5 -> 51.1 and 57.9 -> 48.3, memory_tight 71.2 -> 59.6 and 82.7 -> 61.1
+// 53.5 -> 51.1 and 57.9 -> 49.3, memory_tight 71.2 -> 59.6 and 82.7 -> 61.6
 // with its final median 0.982 -> 1.000 in both; balanced 39.3 -> 46.0 and
 // 35.8 -> 34.1 (final 0.991 -> 0.997, 0.989 -> 0.991); loader_bound's final
 // median 0.994 -> 0.988 and 0.992 -> 0.988 (its T hardly moves with the
