@@ -90,10 +90,12 @@ namespace {
 // fit between the split and the plain GP by their marginal likelihoods lost
 // the H100's gain (63.2 s).
 std::optional<double> busy_share(const Outcome& o) {
-  if (auto b = o.metric("compute_busy")) return b;
-  if (auto w = o.metric("data_wait_fraction")) return 1.0 - *w;
-  if (auto b = o.metric("gpu_busy")) return b;
-  return std::nullopt;
+  std::optional<double> b = o.metric("compute_busy");
+  if (!b)
+    if (auto w = o.metric("data_wait_fraction")) b = 1.0 - *w;
+  if (!b) b = o.metric("gpu_busy");
+  if (b && !std::isfinite(*b)) return std::nullopt;  // a job's NaN is no share
+  return b;
 }
 }  // namespace
 

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <random>
 #include <vector>
 
@@ -84,13 +85,16 @@ TEST(Surrogate, ReadsTheThroughputAsComputeRateTimesBusyShareWhereTrialsReportIt
   EXPECT_GT(with_busy, plain) << "larger batches compute faster, as the busy shares said";
 }
 
-// One trial without a busy share and the model is the one GP on log T, as
-// if none had reported it: the same predictions.
+// One trial without a busy share (or with a NaN one, as a job's json.dumps
+// may write) and the model is the one GP on log T, as if none had reported
+// it: the same predictions.
 TEST(Surrogate, OneTrialWithoutABusyShareKeepsTheOneGp) {
   const SearchSpace space = pipeline_space();
   const std::vector<Config> at{{0, 1}, {2, 1}, {4, 2}, {1, 5}, {3, 7}, {0, 8}};
   auto mixed = measured(at, true);
   mixed[3].outcome.metrics.clear();
+  auto nan = measured(at, true);
+  nan[2].outcome.metrics["data_wait_fraction"] = std::numeric_limits<double>::quiet_NaN();
   const auto none = measured(at, false);
   auto predict_all = [&](const std::vector<Observation>& obs, bool& split) {
     std::vector<const Observation*> ok;
@@ -104,11 +108,14 @@ TEST(Surrogate, OneTrialWithoutABusyShareKeepsTheOneGp) {
       for (int w = 0; w < kWorkers; ++w) p.push_back(predicted(s, Config{b, w}));
     return p;
   };
-  bool split_mixed = true, split_none = true;
+  bool split_mixed = true, split_none = true, split_nan = true;
   const auto a = predict_all(mixed, split_mixed), b = predict_all(none, split_none);
+  const auto c = predict_all(nan, split_nan);
   EXPECT_FALSE(split_mixed);
   EXPECT_FALSE(split_none);
+  EXPECT_FALSE(split_nan) << "a NaN share is no share";
   EXPECT_EQ(a, b);
+  EXPECT_EQ(c, b);
 }
 
 // The busy share is at most 1: where it rose steadily with the workers up
