@@ -30,6 +30,7 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <optional>
 
 #include "search/feasibility.hpp"
 #include "search/gp/gaussian_process.hpp"
@@ -189,16 +190,18 @@ class BoStrategy final : public StrategyBase {
     if (cs.empty()) return random_unasked();
     // The incumbent: the best posterior mean among measured points (noisy EI
     // with a plug-in best; Picheny et al. 2013).
-    const Surrogate& fitted = m_model;
-    const double best = fitted.mean_at_data().maxCoeff();
-    Surrogate model = fitted;
+    const double best = m_model.mean_at_data().maxCoeff();
+    // With pending trials, a copy that believes them; else the model itself
+    // (no copy of its GPs per proposal).
+    std::optional<Surrogate> believed;
     if (!pending().empty()) {
       Eigen::MatrixXd xp(static_cast<Eigen::Index>(pending().size()), m_model.width());
       Eigen::Index r = 0;
       for (const auto& c : pending()) xp.row(r++) = m_model.columns(c).transpose();
-      model = fitted.with_believed(xp);
-      if (!model.ready()) model = fitted;
+      believed = m_model.with_believed(xp);
+      if (!believed->ready()) believed.reset();
     }
+    const Surrogate& model = believed ? *believed : m_model;
     Eigen::MatrixXd x = encode_all(cs);
     std::vector<double> s = scores(model, best, cs, x);
     std::size_t arg = 0;
