@@ -88,6 +88,7 @@ Callbacks built on the same meter, defined only where their package imports:
 ``autotune_trial.LightningCallback`` (Lightning ``Trainer``).
 """
 
+import collections
 import json
 import math
 import os
@@ -374,10 +375,6 @@ class Meter:
         prefetch = prefetch_factor if prefetch_factor is not None else p.get("prefetch_factor", 2)
         # Batches prepared before the first step: the queues plus one in each worker's hands.
         self.warmup_min_steps = max(1, int(workers or 0) * (int(prefetch or 2) + 1))
-        # The steps among which three waits show a drained queue: workers that
-        # run in step hand over their batches together, so after the backlog
-        # a wait comes once every `workers` steps, never three in a row.
-        self._wait_span = max(3, 2 * int(workers or 0) + 1)
         self.done = False
         self.result = None
         self.timed_span = None
@@ -388,7 +385,11 @@ class Meter:
         self._warmup_steps = 0
         self._warmup_end = None
         self._drained = False      # steps after the backlog's waited for their batches
-        self._recent_waits = []    # the last _wait_span steps: whether each waited
+        # Whether each of the last steps waited, over the span among which
+        # three waits show a drained queue: workers that run in step hand over
+        # their batches together, so after the backlog a wait comes once every
+        # `workers` steps, never three in a row.
+        self._recent_waits = collections.deque(maxlen=max(3, 2 * int(workers or 0) + 1))
         self._ahead = False        # steps after the backlog's found the workers idle, batches ready
         self._full_in_a_row = 0
         self._full = None          # what batch_ready() was told of the step's loader
@@ -471,7 +472,7 @@ class Meter:
             # Only after the steps the backlog holds: before, a wait is the workers starting.
             waited = self._inline or (self._warmup_steps > min_steps
                                       and wait > r["drained_wait_share"] * (now - self._last_end))
-            self._recent_waits = (self._recent_waits + [waited])[-self._wait_span:]
+            self._recent_waits.append(waited)
             if r["warmup_until_drained"] and sum(self._recent_waits) >= 3:
                 self._drained = True
             # Workers idle with every other batch ready, from the second step on:
