@@ -1,6 +1,7 @@
 // The default Workload::interpret: the command contract (README, "The command
 // contract") applied to what an external trial produced.
 #include <cmath>
+#include <csignal>
 #include <optional>
 #include <sstream>
 
@@ -60,14 +61,29 @@ std::string reported_reason(const json& j) {
 
 // The kernel's own word that host memory ran out while the job ran: an OOM
 // kill of one of its processes (from the kernel log), or failing that, of any
-// process on the machine (/proc/vmstat) at the time the job failed.
+// process on the machine (/proc/vmstat) at the time the job failed. Where
+// the log names only processes outside the trial's group, the kill is the
+// trial's only if it exited as a killed process does (137: a container's
+// runtime, `docker run`, passes on its process's SIGKILL so); else it was
+// another job's on a shared machine, and the trial failed of something else.
 std::optional<std::string> kernel_oom_reason(const ExternalRun& run) {
   if (!run.oom_killed.empty())
     return fmt::format("the kernel's OOM killer killed {} of this trial", run.oom_killed);
-  if (run.oom_kills > 0)
-    return fmt::format("the kernel's OOM killer killed {} process{} while this trial ran (/proc/vmstat oom_kill)",
-                       run.oom_kills, run.oom_kills == 1 ? "" : "es");
-  return std::nullopt;
+  if (run.oom_kills <= 0) return std::nullopt;
+  if (run.oom_kills_elsewhere > 0 && run.exit_code != 128 + SIGKILL) return std::nullopt;
+  return fmt::format("the kernel's OOM killer killed {} process{} while this trial ran (/proc/vmstat oom_kill){}",
+                     run.oom_kills, run.oom_kills == 1 ? "" : "es",
+                     run.oom_kills_elsewhere > 0 ? "; the kernel log names none of the trial's own processes, "
+                                                   "and it exited with 137 (a container's kill?)"
+                                                 : "");
+}
+
+// Said of a failure not read as memory while the OOM killer took another
+// process on the machine: what the user may want to know of it.
+std::string elsewhere_note(const ExternalRun& run) {
+  if (run.oom_kills_elsewhere <= 0 || !run.oom_killed.empty()) return {};
+  return fmt::format(" (meanwhile the kernel's OOM killer killed {} process{} outside this trial, by the kernel log)",
+                     run.oom_kills_elsewhere, run.oom_kills_elsewhere == 1 ? "" : "es");
 }
 
 }  // namespace
@@ -142,15 +158,15 @@ Outcome Workload::interpret(const ExternalRun& run, const TrialContext& ctx) con
     if (kernel_oom)
       return fail(Status::host_oom, *kernel_oom + fmt::format("; it exited with status {}", run.exit_code) +
                                         stderr_said(run) + output_tails(run, ctx.log_dir));
-    return fail(Status::error, fmt::format("exited with status {}", run.exit_code) + stderr_said(run) +
-                                   output_tails(run, ctx.log_dir));
+    return fail(Status::error, fmt::format("exited with status {}", run.exit_code) + elsewhere_note(run) +
+                                   stderr_said(run) + output_tails(run, ctx.log_dir));
   }
   if (!result && kernel_oom)
     return fail(Status::host_oom,
                 *kernel_oom + "; no JSON result" + stderr_said(run) + output_tails(run, ctx.log_dir));
   if (!result)
     return fail(Status::error, "no JSON result: $AUTOTUNE_RESULT not written and no standard output line is a "
-                               "JSON object" + stderr_said(run) + output_tails(run, ctx.log_dir));
+                               "JSON object" + elsewhere_note(run) + stderr_said(run) + output_tails(run, ctx.log_dir));
   if (!result->contains("throughput") || !(*result)["throughput"].is_number())
     return fail(Status::error, "the result has no numeric 'throughput': " + tail_for_reason(result->dump(), 500));
   const double tp = (*result)["throughput"].get<double>();

@@ -139,14 +139,29 @@ long long oom_kill_count() {
   return -1;
 }
 
-// "python3 (pid 1531)" for each of `pids` that the kernel log says the OOM
-// killer killed ("Killed process 1531 (python3)"). Needs /dev/kmsg to be
-// readable (root, or kernel.dmesg_restrict=0); empty otherwise.
-std::string oom_killed_members(const std::set<long>& pids) {
-  if (pids.empty()) return {};
+// Microseconds on the clock the kernel log stamps its records with (the
+// time since boot, as CLOCK_MONOTONIC counts it).
+long long kernel_clock_us() {
+  timespec ts{};
+  ::clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<long long>(ts.tv_sec) * 1'000'000 + ts.tv_nsec / 1000;
+}
+
+// What the kernel log says the OOM killer killed since `since_us` ("Killed
+// process 1531 (python3)"): those of `pids` as "python3 (pid 1531)", and how
+// many others. Needs /dev/kmsg to be readable (root, or
+// kernel.dmesg_restrict=0); readable is false otherwise.
+struct KernelOomLog {
+  bool readable = false;
+  std::string ours;
+  int others = 0;
+};
+
+KernelOomLog kernel_oom_log(const std::set<long>& pids, long long since_us) {
+  KernelOomLog log;
   const int fd = ::open("/dev/kmsg", O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-  if (fd < 0) return {};
-  std::string found;
+  if (fd < 0) return log;
+  log.readable = true;
   std::array<char, 8192> rec;
   for (;;) {
     const ssize_t n = ::read(fd, rec.data(), rec.size() - 1);  // one record per read
@@ -155,16 +170,25 @@ std::string oom_killed_members(const std::set<long>& pids) {
     rec[static_cast<std::size_t>(n)] = '\0';
     const char* k = std::strstr(rec.data(), "Killed process ");
     if (!k) continue;
+    // "priority,sequence,microseconds,flags;message"
+    long long stamp = -1;
+    if (const char* c1 = std::strchr(rec.data(), ','))
+      if (const char* c2 = std::strchr(c1 + 1, ',')) stamp = std::strtoll(c2 + 1, nullptr, 10);
+    if (stamp >= 0 && stamp < since_us) continue;
     char* end = nullptr;
     const long pid = std::strtol(k + 15, &end, 10);
-    if (!pids.count(pid) || !end) continue;
+    if (!end) continue;
+    if (!pids.count(pid)) {
+      ++log.others;
+      continue;
+    }
     std::string name;
     if (const char* open = std::strchr(end, '('))
       if (const char* close = std::strchr(open, ')')) name.assign(open + 1, close);
-    found += fmt::format("{}{} (pid {})", found.empty() ? "" : ", ", name.empty() ? "a process" : name, pid);
+    log.ours += fmt::format("{}{} (pid {})", log.ours.empty() ? "" : ", ", name.empty() ? "a process" : name, pid);
   }
   ::close(fd);
-  return found;
+  return log;
 }
 
 // In the child, before exec or body: async-signal-safe calls only.
@@ -268,6 +292,8 @@ ExternalRun supervise(pid_t pid, Fd& out_r, Fd& err_r, Fd* res_r, const ChildOpt
 
   std::set<long> members;  // every process seen in the group: the OOM killer's victims among them
   const long long oom_kills_before = oom_kill_count();
+  // The kernel log's clock runs close to CLOCK_MONOTONIC, not exactly on it.
+  const long long kernel_log_since_us = kernel_clock_us() - 2'000'000;
   auto sample = [&] {
     run.peak_ram_bytes = std::max(run.peak_ram_bytes, group_ram_bytes(pgid, &members));
   };
@@ -396,9 +422,14 @@ ExternalRun supervise(pid_t pid, Fd& out_r, Fd& err_r, Fd* res_r, const ChildOpt
   // Host memory that ran out under the job: the kernel's OOM killer may have
   // taken any process of the group (a DataLoader worker, a rank) while what
   // the job printed says nothing useful ("lost sys.stderr").
+  // The counter is the machine's: the kernel log, where readable, says
+  // whether the kills were of this trial's processes or only of others
+  // (another job on a shared machine, or the job's own container).
   if (const long long after = oom_kill_count(); oom_kills_before >= 0 && after > oom_kills_before) {
     run.oom_kills = static_cast<int>(after - oom_kills_before);
-    run.oom_killed = oom_killed_members(members);
+    const KernelOomLog log = kernel_oom_log(members, kernel_log_since_us);
+    run.oom_killed = log.ours;
+    if (log.readable && log.ours.empty()) run.oom_kills_elsewhere = log.others;
   }
   run.stdout_tail = out.take();
   run.stderr_tail = err.take();

@@ -61,6 +61,7 @@ struct ExternalRun {
   bool via_shell = false;      // copied from ExternalCommand::via_shell
   int oom_kills = 0;           // the kernel's OOM kills (anywhere) while it ran (/proc/vmstat oom_kill)
   std::string oom_killed;      // those of its own processes, "python3 (pid 1531)", when the kernel log says
+  int oom_kills_elsewhere = 0; // of those, the kernel log names only processes outside its group: how many
 };
 
 struct Limits {

@@ -7,9 +7,12 @@
 #include <gtest/gtest.h>
 
 #include <dirent.h>
+#include <fcntl.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <fstream>
+#include <thread>
 #include <utility>
 
 #include "tests/support/proc_util.hpp"
@@ -334,6 +337,45 @@ print('{"throughput": 1.0}')
               o.reason.find("OOM killer killed") != std::string::npos)
       << o.reason;
   EXPECT_TRUE(processes_mentioning(dir.path().string()).empty()) << "no worker left behind";
+}
+
+
+// The OOM killer takes a process of another job while the trial fails of
+// something else: the machine's count rises, but the kernel log names a
+// process outside the trial's group, so the failure stays what it was. One
+// that exits as a killed process does (137, as `docker run` passes on its
+// container's kill) is still read as the host's memory.
+TEST(ReportedFailureProcess, RealOomKillerOfAnotherJobIsNotTheTrials) {
+  MemoryCgroup cg(150LL << 20);
+  if (cg.dir().empty()) GTEST_SKIP() << "no writable memory cgroup here (needs root): no real OOM kill to test";
+  if (int fd = ::open("/dev/kmsg", O_RDONLY | O_NONBLOCK); fd < 0) GTEST_SKIP() << "the kernel log is not readable";
+  else ::close(fd);
+  for (const int code : {3, 137}) {
+    SCOPED_TRACE(code);
+    ScratchDir dir;
+    const std::string started = (dir.path() / "started").string(), go = (dir.path() / "go").string();
+    // Another job, outside the trial's process group, runs out of its memory
+    // once the trial has started; the trial ends when told to.
+    std::thread other([&] {
+      while (!std::filesystem::exists(started)) std::this_thread::yield();
+      const int rc = std::system(("sh -c 'echo $$ > " + (cg.dir() / "cgroup.procs").string() +
+                                  " && exec python3 -c \"x = bytearray(600 << 20)\"' 2>/dev/null")
+                                     .c_str());
+      EXPECT_NE(rc, 0) << "the other job was not killed";
+      std::ofstream(go) << 1;
+    });
+    Outcome o = run("touch " + started + "; while [ ! -e " + go + " ]; do sleep 0.01; done; " +
+                        "echo 'RuntimeError: the loss is NaN' >&2; exit " + std::to_string(code),
+                    dir);
+    other.join();
+    if (code == 3) {
+      EXPECT_EQ(o.status, Status::error) << o.reason;
+      EXPECT_NE(o.reason.find("outside this trial"), std::string::npos) << o.reason;
+      EXPECT_NE(o.reason.find("the loss is NaN"), std::string::npos) << o.reason;
+    } else {
+      EXPECT_EQ(o.status, Status::host_oom) << o.reason;
+    }
+  }
 }
 
 }  // namespace
