@@ -12,12 +12,15 @@
 // Usage: bench_failure_efficiency [--seeds 40] [--strategies bo,anneal,random]
 //          [--budgets 15,30] [--landscapes a,b] [--parallel 1] [--limits]
 //          [--no-memory-metrics] [--runs FILE.csv] [--export DIR] [--trace]
-//          [--first-seed 0] [--random N]
+//          [--first-seed 0] [--random N] [--busy]
 // --random N: instead of the named landscapes, N drawn at random from the
 // same model (random_failure_landscapes: held out from any choice of method).
 // Trials report vram_bytes and ram_bytes (as the runner and the harness do)
 // unless --no-memory-metrics; the spec's limits reach the strategies only
 // with --limits (by default they must learn the capacity from failures).
+// --busy: each ok trial also reports compute_busy (1 - its data wait, with
+// the throughput's noise), as the cpu and cuda harnesses and autotune_trial
+// do, so that bo's surrogate reads throughput as compute rate x busy share.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -70,7 +73,7 @@ int main(int argc, char** argv) {
   std::vector<std::string> only;
   int parallel = 1;
   int first_seed = 0;  // seeds first_seed .. first_seed + seeds - 1 (a fresh set for a check)
-  bool limits = false, metrics = true, trace = false;
+  bool limits = false, metrics = true, trace = false, busy = false;
   std::string runs_path, export_dir;
   int random_landscapes = 0;
   for (int i = 1; i < argc; ++i) {
@@ -85,6 +88,7 @@ int main(int argc, char** argv) {
     else if (a == "--parallel" && more) parallel = std::max(1, std::stoi(argv[++i]));
     else if (a == "--limits") limits = true;
     else if (a == "--no-memory-metrics") metrics = false;
+    else if (a == "--busy") busy = true;
     else if (a == "--runs" && more) runs_path = argv[++i];
     else if (a == "--export" && more) export_dir = argv[++i];
     else if (a == "--trace") trace = true;
@@ -151,7 +155,7 @@ int main(int argc, char** argv) {
             }
             if (wave.empty()) break;
             for (const auto& c : wave) {
-              const Outcome o = land.measure(space, c, noise, metrics);
+              const Outcome o = land.measure(space, c, noise, metrics, busy);
               if (!o.ok()) {
                 ++run_failed;
                 if (t >= budget / 3) ++run_late;

@@ -78,6 +78,7 @@ struct FailureLandscape {
 
   struct Eval {
     double throughput = 0;  // noise-free
+    double busy = 1.0;      // share of the step the compute is busy (1 - the data wait)
     double vram_mb = 0, ram_mb = 0;
     Status status = Status::ok;
     std::string reason;
@@ -110,11 +111,13 @@ struct FailureLandscape {
     const double queued = w * p;  // batches in flight
     if (w == 0) {
       step = compute + copy + acc * b * load_per_sample;
+      e.busy = (compute + copy) / step;
     } else {
       const double eff_workers = w <= cores ? w : cores - 0.04 * (w - cores) * cores / 2.0;
       const double overlap = 1.0 - 0.35 / p;
       const double load = acc * b * load_per_sample / std::max(0.5, eff_workers) / overlap;
       step = std::max(compute + (pin ? 0.0 : copy), load) + (pin ? 0.1 * copy : 0.0);
+      e.busy = (compute + (pin ? 0.1 * copy : copy)) / step;
     }
     e.throughput = acc * b / step * 1e6;
     e.vram_mb = vram_base_mb + b * act_mb * mem;
@@ -136,8 +139,11 @@ struct FailureLandscape {
     return e.throughput;
   }
 
-  // with_metrics: report vram_bytes and ram_bytes as the trial would.
-  Outcome measure(const SearchSpace& s, const Config& c, std::mt19937_64& rng, bool with_metrics) const {
+  // with_metrics: report vram_bytes and ram_bytes as the trial would;
+  // with_busy: compute_busy too (1 - the data wait, as the harness and
+  // autotune_trial report it), with its own noise.
+  Outcome measure(const SearchSpace& s, const Config& c, std::mt19937_64& rng, bool with_metrics,
+                  bool with_busy = false) const {
     const Eval e = model(s, c);
     if (e.status != Status::ok) return Outcome::failure(e.status, e.reason);
     std::normal_distribution<double> n(0.0, noise);
@@ -146,6 +152,7 @@ struct FailureLandscape {
       o.metrics["vram_bytes"] = e.vram_mb * 1048576.0;
       o.metrics["ram_bytes"] = e.ram_mb * 1048576.0;
     }
+    if (with_busy) o.metrics["compute_busy"] = std::clamp(e.busy * std::exp(n(rng)), 0.0, 1.0);
     return o;
   }
 };

@@ -66,9 +66,19 @@ std::vector<int> column_groups(const SearchSpace& s, const std::optional<std::pa
 
 }  // namespace
 
+namespace {
+// The busy share's GP reads one column more, the compute rate, in a group
+// of its own.
+std::vector<int> busy_groups(const SearchSpace& s, const std::optional<std::pair<std::size_t, std::vector<double>>>& rank) {
+  std::vector<int> g = column_groups(s, rank);
+  g.push_back(static_cast<int>(s.dims()));
+  return g;
+}
+}  // namespace
+
 Surrogate::Surrogate(const SearchSpace& space)
     : m_space(&space), m_rank(precision_rank_column(space)), m_gp(column_groups(space, m_rank)),
-      m_compute(column_groups(space, m_rank)), m_busy(column_groups(space, m_rank)) {
+      m_compute(column_groups(space, m_rank)), m_busy(busy_groups(space, m_rank)) {
   m_gp.set_additive_share(kAdditiveShare);
   m_compute.set_additive_share(kAdditiveShare);
   m_busy.set_additive_share(kAdditiveShare);
@@ -89,6 +99,22 @@ namespace {
 // the cores with its loader, 11.3 -> 12.8 and 11.1 -> 11.5 s. Choosing per
 // fit between the split and the plain GP by their marginal likelihoods lost
 // the H100's gain (63.2 s).
+//
+// The busy share's GP also reads the compute rate. Where the loader sets
+// the pace, busy = loader rate / compute rate: a change that only speeds
+// the compute (fp16 for fp32 at the same loader) leaves T where it was,
+// and a busy share blind to the rate predicted T rising with it, so bo
+// spent its trials on such neutral variations of its incumbent. Read by
+// the rate, one precision's faster step teaches the busy share of every
+// other. Failure landscapes whose trials report compute_busy
+// (bench_failure_efficiency --busy; 100 fresh seeds, @15 / @30 median and
+// p10): 0.897 / 0.686, 1.000 / 0.896 -> 0.905 / 0.724, 1.000 / 0.904
+// (worker-cliff @30 p10 0.909 -> 0.992; queue-cliff @30 median 1.000 ->
+// 0.904); 24 held-out ones: 0.888 / 0.706, 1.000 / 0.926 -> 0.895 / 0.712,
+// 1.000 / 0.946. Issue 15's landscapes (60 seeds, seconds to 98%): within
+// their seed-to-seed spread, 1.3% slower in the geometric mean of eight
+// runs (balanced 46.0 -> 43.9 and 34.1 -> 38.2; memory_tight 59.6 -> 61.0
+// and 61.6 -> 66.2, its final median 1.000 -> 0.994 and 1.000).
 std::optional<double> busy_share(const Outcome& o) {
   std::optional<double> b = o.metric("compute_busy");
   if (!b)
@@ -99,11 +125,22 @@ std::optional<double> busy_share(const Outcome& o) {
 }
 }  // namespace
 
+// The rate column is rounded to 1/256 of the measured span (far under the
+// GP's shortest length scale, 0.03): the GP tabulates its additive part per
+// distinct value of a column, and a predicted rate per candidate would give
+// one per candidate (+45% proposal time at 100 observations, unrounded).
+Eigen::MatrixXd Surrogate::with_rate(const Eigen::MatrixXd& x, const Eigen::VectorXd& log_rate) const {
+  constexpr double kSteps = 256.0;
+  Eigen::MatrixXd out(x.rows(), x.cols() + 1);
+  out << x, (((log_rate.array() - m_rate_lo) / m_rate_span) * kSteps).round() / kSteps;
+  return out;
+}
+
 void Surrogate::predict(const Eigen::MatrixXd& x, Eigen::VectorXd& mean, Eigen::VectorXd& var) const {
   if (!m_split) return m_gp.predict(x, mean, var);
   m_compute.predict(x, mean, var);
   Eigen::VectorXd m2, v2;
-  m_busy.predict(x, m2, v2);
+  m_busy.predict(with_rate(x, mean), m2, v2);
   mean += m2.cwiseMin(0.0);  // a busy share is at most 1
   var += v2;
 }
@@ -117,7 +154,9 @@ Surrogate Surrogate::with_believed(const Eigen::MatrixXd& xp) const {
   Surrogate s = *this;
   if (m_split) {
     s.m_compute = m_compute.with_believed(xp);
-    s.m_busy = m_busy.with_believed(xp);
+    Eigen::VectorXd mc, vc;
+    m_compute.predict(xp, mc, vc);
+    s.m_busy = m_busy.with_believed(with_rate(xp, mc));
   } else {
     s.m_gp = m_gp.with_believed(xp);
   }
@@ -163,9 +202,12 @@ void Surrogate::set_data(const std::vector<const Observation*>& ok) {
   m_gp.set_noise_scale(scale);
   m_split = false;
   if (m_have_busy) {
-    m_compute.set_data(x, y - yb);
+    const Eigen::VectorXd rate = y - yb;
+    m_compute.set_data(x, rate);
     m_compute.set_noise_scale(scale);
-    m_busy.set_data(x, yb);
+    m_rate_lo = rate.minCoeff();
+    m_rate_span = std::max(1e-6, rate.maxCoeff() - m_rate_lo);
+    m_busy.set_data(with_rate(x, rate), yb);
     m_busy.set_noise_scale(scale);
   }
 }

@@ -7,8 +7,9 @@
 // throughput T is read as its two factors instead, T = (T / busy) x busy:
 // the rate the step would run at were it never to wait for data (batch,
 // precision and accumulation move it) and the share of the time it did not
-// wait (the loader's knobs move it, up to 1), one GP each, their sum the
-// prediction of log T. Failures are not in it: they feed the
+// wait (the loader's knobs move it, up to 1; its GP also reads the compute
+// rate, since a faster step waits longer on the same loader), one GP each,
+// their sum the prediction of log T. Failures are not in it: they feed the
 // FeasibilityModel, whose P(fits) the acquisition weighs (SEARCH-NOTES).
 #include <optional>
 #include <utility>
@@ -65,6 +66,12 @@ class Surrogate {
   // never to wait for data) and log b, each by its own GP.
   gp::GaussianProcess m_compute, m_busy;
   bool m_have_busy = false, m_split = false;
+  // The busy share's GP also reads the compute rate (its log, scaled to
+  // [0,1] over the measured rates): a faster step waits longer on the same
+  // loader. At the data it reads the measured rate, at a candidate the
+  // compute GP's prediction.
+  double m_rate_lo = 0.0, m_rate_span = 1.0;
+  Eigen::MatrixXd with_rate(const Eigen::MatrixXd& x, const Eigen::VectorXd& log_rate) const;
   bool fit_parts(Rng& rng, const gp::FitOptions& fo);
 };
 
