@@ -64,9 +64,6 @@ std::vector<int> column_groups(const SearchSpace& s, const std::optional<std::pa
   return g;
 }
 
-}  // namespace
-
-namespace {
 // The busy share's GP reads one column more, the compute rate, in a group
 // of its own.
 std::vector<int> busy_groups(const SearchSpace& s, const std::optional<std::pair<std::size_t, std::vector<double>>>& rank) {
@@ -74,6 +71,7 @@ std::vector<int> busy_groups(const SearchSpace& s, const std::optional<std::pair
   g.push_back(static_cast<int>(s.dims()));
   return g;
 }
+
 }  // namespace
 
 Surrogate::Surrogate(const SearchSpace& space)

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <limits>
 #include <random>
 #include <string>
@@ -41,6 +42,15 @@ std::vector<Observation> measured(const std::vector<Config>& at, bool with_busy)
   return obs;
 }
 
+// Fits s to the observations (all ok) with its rng seeded; false when no
+// posterior could be formed.
+bool fit(Surrogate& s, const std::vector<Observation>& obs, std::uint64_t seed) {
+  std::vector<const Observation*> ok;
+  for (const auto& o : obs) ok.push_back(&o);
+  std::mt19937_64 rng(seed);
+  return s.fit(ok, rng);
+}
+
 double predicted(const Surrogate& s, const Config& c) {
   Eigen::MatrixXd x(1, s.width());
   x.row(0) = s.columns(c).transpose();
@@ -69,12 +79,8 @@ TEST(Surrogate, ReadsTheThroughputAsComputeRateTimesBusyShareWhereTrialsReportIt
   const double truth = throughput(corner[0], corner[1]);
 
   auto fitted = [&](bool with_busy) {
-    auto obs = measured(at, with_busy);
-    std::vector<const Observation*> ok;
-    for (const auto& o : obs) ok.push_back(&o);
     Surrogate s(space);
-    std::mt19937_64 rng(5);
-    EXPECT_TRUE(s.fit(ok, rng));
+    EXPECT_TRUE(fit(s, measured(at, with_busy), 5));
     return std::make_pair(s.split(), predicted(s, corner));
   };
   const auto [split, with_busy] = fitted(true);
@@ -98,11 +104,8 @@ TEST(Surrogate, OneTrialWithoutABusyShareKeepsTheOneGp) {
   nan[2].outcome.metrics["data_wait_fraction"] = std::numeric_limits<double>::quiet_NaN();
   const auto none = measured(at, false);
   auto predict_all = [&](const std::vector<Observation>& obs, bool& split) {
-    std::vector<const Observation*> ok;
-    for (const auto& o : obs) ok.push_back(&o);
     Surrogate s(space);
-    std::mt19937_64 rng(11);
-    EXPECT_TRUE(s.fit(ok, rng));
+    EXPECT_TRUE(fit(s, obs, 11));
     split = s.split();
     std::vector<double> p;
     for (int b = 0; b < kBatches; ++b)
@@ -133,16 +136,12 @@ TEST(Surrogate, NeverPredictsMoreThanTheComputeRate) {
     o.metrics["data_wait_fraction"] = 1.0 - busy;
     obs.push_back({Config{4, w}, o});
   }
-  std::vector<const Observation*> ok;
-  for (const auto& o : obs) ok.push_back(&o);
   Surrogate s(space);
-  std::mt19937_64 rng(3);
-  ASSERT_TRUE(s.fit(ok, rng));
+  ASSERT_TRUE(fit(s, obs, 3));
   ASSERT_TRUE(s.split());
   for (int w = 5; w < kWorkers; ++w)
     EXPECT_LE(predicted(s, Config{4, w}), rate * 1.01) << w << " workers: " << predicted(s, Config{4, w}) / rate;
 }
-
 
 // Where the loader sets the pace, a precision that only speeds the compute
 // leaves T where it was: the busy share falls as the compute rate rises.
@@ -174,11 +173,8 @@ TEST(Surrogate, AFasterComputeDoesNotSpeedALoaderBoundPipeline) {
     o.metrics["data_wait_fraction"] = 1.0 - o.throughput / rate(c);
     obs.push_back({c, o});
   }
-  std::vector<const Observation*> ok;
-  for (const auto& o : obs) ok.push_back(&o);
   Surrogate s(space);
-  std::mt19937_64 rng(7);
-  ASSERT_TRUE(s.fit(ok, rng));
+  ASSERT_TRUE(fit(s, obs, 7));
   ASSERT_TRUE(s.split());
   const Config here{0, 1, 1};
   const double p = predicted(s, here), truth = tput(here);
