@@ -28,7 +28,8 @@
 // Where trials report the memory (vram_bytes, ram_bytes), the bytes are
 // fitted as a sum of non-negative terms, each a product of up to four
 // relevant knobs' sizes (batch x workers x prefetch x pinning is how a
-// loader's pinned queue grows), so the fit is monotone too (with as many
+// loader's pinned queue grows; the knob table's memory_products() are
+// preferred to other products by a lighter ridge), so the fit is monotone too (with as many
 // terms as points it can put a failure anywhere: one it puts below the most
 // that ran joins the fit at that level, the least it can have used); against the capacity (the spec's
 // limit, or the geometric middle between the most that ran and the least
@@ -107,6 +108,8 @@ class FeasibilityModel {
   void set_relevance(Memory& m, MemoryKind kind, int level) const;
   void fit_bytes(Memory& m, MemoryKind kind, const std::vector<Observation>& history) const;
   double predicted_bytes(const Memory& m, const Config& c) const;
+  // Whether a term's knobs are one of memory_products() (search/knobs.hpp).
+  bool known_product(const std::vector<std::size_t>& term) const;
   double cone_probability(const Memory& m, const Config& c) const;
   double size(std::size_t d, const Config& c) const;
 

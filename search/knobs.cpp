@@ -31,6 +31,16 @@ const std::vector<KnobInfo>& knob_table() {
   return table;
 }
 
+const std::vector<std::vector<std::string_view>>& memory_products() {
+  static const std::vector<std::vector<std::string_view>> products = {
+      {"num_workers", "prefetch_factor", "batch_size"},
+      {"num_workers", "prefetch_factor", "batch_size", "pin_memory"},
+      {"batch_size", "pin_memory"},
+      {"batch_size", "precision"},
+  };
+  return products;
+}
+
 const KnobInfo* find_knob(std::string_view name) {
   for (const auto& k : knob_table())
     if (k.name == name) return &k;

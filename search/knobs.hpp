@@ -41,6 +41,14 @@ struct KnobInfo {
 
 // The table, in recipe order.
 const std::vector<KnobInfo>& knob_table();
+
+// The products of well-known knobs that memory grows by, beyond each knob
+// alone (a user's declared knob grows its memory alone): a DataLoader's
+// queue holds workers x prefetch batches of batch_size samples, pinned or
+// not; pinned staging buffers hold a batch; activations grow with the batch
+// times the bytes per element. The feasibility model's bytes fit prefers
+// these terms to other products of the same knobs (search/feasibility.hpp).
+const std::vector<std::vector<std::string_view>>& memory_products();
 const KnobInfo* find_knob(std::string_view name);
 
 // Memory semantics of one parameter of a space, resolved: the spec's

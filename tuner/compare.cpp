@@ -124,6 +124,7 @@ CompareResult run_compare(const SearchSpace& space, Workload& workload, Executor
           row.proposal_ms = 0;
           row.seconds = 0;
           row.raced = false;
+          row.trial_true = 0;
           result.trials.push_back(row);
           continue;
         }
@@ -140,6 +141,8 @@ CompareResult run_compare(const SearchSpace& space, Workload& workload, Executor
         row.seconds = o.seconds;
         row.elapsed_s = elapsed;
         row.raced = was_raced(o);
+        if (o.ok())
+          if (auto it = truth.find(*c); it != truth.end()) row.trial_true = it->second;
         study.settle_answer(strategy->recommend());
         if (study.best) {
           auto it = truth.find(*study.best);
@@ -228,13 +231,13 @@ std::string write_compare_report(const CompareResult& r, const CompareOptions& o
     std::FILE* f = std::fopen((dir / "trials.csv").c_str(), "w");
     if (!f) throw std::runtime_error((dir / "trials.csv").string() + ": cannot write");
     write_csv_row(f, {"strategy", "seed", "trial", "status", "measured", "recommended_true", "fraction_of_optimum",
-                      "proposal_ms", "seconds", "elapsed_s", "raced"});
+                      "proposal_ms", "seconds", "elapsed_s", "raced", "trial_true"});
     for (const auto& t : r.trials)
       write_csv_row(f, {t.strategy, std::to_string(options.seed + static_cast<std::uint64_t>(t.repeat)),
                         std::to_string(t.trial), std::string(to_string(t.status)), fmt::format("{:.6g}", t.measured),
                         fmt::format("{:.6g}", t.recommended_true), fmt::format("{:.6f}", t.fraction),
                         fmt::format("{:.4f}", t.proposal_ms), fmt::format("{:.4g}", t.seconds),
-                        fmt::format("{:.6g}", t.elapsed_s), t.raced ? "1" : "0"});
+                        fmt::format("{:.6g}", t.elapsed_s), t.raced ? "1" : "0", fmt::format("{:.6g}", t.trial_true)});
     std::fclose(f);
   }
 

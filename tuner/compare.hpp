@@ -36,6 +36,7 @@ struct CompareTrial {
   Status status = Status::error;
   double measured = 0;            // measured throughput (0 when failed)
   double recommended_true = 0;    // true throughput of the strategy's recommendation now
+  double trial_true = 0;          // true throughput of the configuration this trial measured (0: failed or unknown)
   double fraction = 0;            // recommended_true / optimum
   double proposal_ms = 0;         // time in ask()
   double seconds = 0;             // what the trial took (the workload's seconds: simulated ones too)

@@ -211,6 +211,56 @@ TEST(Feasibility, AFailureTheFitPutsBelowWhatRanJoinsTheFit) {
   EXPECT_GT(model.probability(under), 0.7);
 }
 
+// The bytes fit prefers the products memory is known to grow by (the knob
+// table's memory_products()). In the trials below the loader's queue
+// (workers x prefetch x batch) is a tenth of the bytes that ran or less,
+// and the one host OOM also had the largest cache. Free to use any product
+// of the five host knobs, the fit put the bytes on products with the cache,
+// so the same deep queue of 512-batches without the cache (65 of 26 GB)
+// read as fitting (P 0.98), then each step down the queue (fewer workers, a
+// shorter prefetch) likewise: nine host OOMs in a row on this seed. Read
+// as a queue, it is over the wall (P 0.13), while a shallow queue with a
+// middling cache stays open. A trial sequence bo ran on the cache-knob landscape
+// (seed 1002).
+TEST(Feasibility, TheBytesFitReadsTheLoadersQueueAsAQueue) {
+  const bench::FailureLandscape land = bench::failure_landscapes()[4];
+  ASSERT_EQ(land.name, "cache-knob");
+  const SearchSpace s = land.space();
+  auto cfg = [&](std::int64_t b, std::int64_t w, std::int64_t p, bool pin, const std::string& prec, std::int64_t acc,
+                 std::int64_t cache) {
+    return *s.from_assignment(Assignment({{"batch_size", Value{b}},
+                                          {"num_workers", Value{w}},
+                                          {"prefetch_factor", Value{p}},
+                                          {"pin_memory", Value{pin}},
+                                          {"precision", Value{prec}},
+                                          {"grad_accum", Value{acc}},
+                                          {"decode_cache_gb", Value{cache}}}));
+  };
+  const std::vector<Config> tried = {cfg(128, 4, 4, false, "fp32", 2, 16),  cfg(64, 6, 4, false, "bf16", 4, 8),
+                                     cfg(32, 8, 2, false, "tf32", 2, 4),    cfg(256, 2, 2, true, "bf16", 1, 2),
+                                     cfg(128, 10, 2, true, "fp16", 2, 8),   cfg(512, 0, 8, true, "bf16", 2, 16),
+                                     cfg(512, 12, 8, true, "bf16", 4, 16)};
+  std::mt19937_64 noise(5);
+  std::vector<Observation> history;
+  for (const auto& c : tried) history.push_back({c, land.measure(s, c, noise, true)});
+  for (std::size_t i = 0; i + 1 < history.size(); ++i) ASSERT_TRUE(history[i].outcome.ok()) << i;
+  ASSERT_EQ(history.back().outcome.status, Status::host_oom);
+  FeasibilityModel model(s, 0, 0);
+  model.update(history);
+  const Config deep = cfg(512, 12, 8, true, "bf16", 4, 0);    // 65 of 26 GB
+  // One failure does not place the wall yet: a quarter of that queue
+  // (512 x 11 x 4, 36 GB) still reads 0.79. One worker fewer does not.
+  const Config one_fewer = cfg(512, 11, 8, true, "bf16", 4, 0);  // 60 GB
+  const Config shallow = cfg(64, 8, 2, false, "fp16", 4, 4);   // 15 GB
+  ASSERT_FALSE(land.true_throughput(s, deep));
+  ASSERT_FALSE(land.true_throughput(s, one_fewer));
+  ASSERT_TRUE(land.true_throughput(s, shallow));
+  EXPECT_FALSE(model.known_infeasible(deep)) << "smaller than the failure in the cache: the cones leave it open";
+  EXPECT_LT(model.probability(deep), 0.5) << "0.98 with every product equally free";
+  EXPECT_LT(model.probability(one_fewer), 0.5) << "0.99 with every product equally free";
+  EXPECT_GT(model.probability(shallow), 0.7);
+}
+
 TEST(Feasibility, PrefetchMeansNothingWithoutWorkers) {
   FeasibilityModel m(pipeline(), 0, 0);
   m.update({{at(512, 0, 1, true, "fp32", 1), Outcome::failure(Status::host_oom, "killed")}});

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <fstream>
 
 #include "workloads/synthetic.hpp"
@@ -51,6 +52,19 @@ TEST(Compare, ExactOptimumGridReachesItAndReportIsWritten) {
   // measured) is within a few percent of the exact optimum, never above it.
   EXPECT_GT(r.summary[0].median_fraction.back(), 0.95);
   for (const auto& t : r.trials) EXPECT_LE(t.fraction, 1.0 + 1e-12);
+  // Each trial's own configuration, by the truth: what it measured within
+  // the noise, and the grid's best trial the optimum itself.
+  double best_trial = 0;
+  for (const auto& t : r.trials) {
+    if (t.status != Status::ok) {
+      EXPECT_EQ(t.trial_true, 0.0);
+      continue;
+    }
+    ASSERT_GT(t.trial_true, 0.0);
+    EXPECT_NEAR(std::log(t.measured / t.trial_true), 0.0, 0.2);
+    if (t.strategy == "grid") best_trial = std::max(best_trial, t.trial_true);
+  }
+  EXPECT_DOUBLE_EQ(best_trial, r.optimum);
   EXPECT_EQ(r.summary[0].budgets, (std::vector<int>{10, 40, 80}));
 
   const auto dir = std::filesystem::temp_directory_path() / ("autotune_compare_" + std::to_string(::getpid()));
