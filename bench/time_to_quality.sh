@@ -59,8 +59,10 @@ r = next(csv.DictReader(open(sys.argv[1])))
 b = next(csv.DictReader(open(sys.argv[4])))
 t, tb = r["seconds_to_98"], b["seconds_to_98"]
 ratio = f"{float(t) / float(tb):.2f}x" if t and tb else "-"
+confirmed = r.get("median_fraction_confirmed") or ""
+confirmed = f"{float(confirmed):.3f}" if confirmed else "-"
 print(f"| {sys.argv[2]} | {sys.argv[3]} | {float(r['median_fraction_at_30']):.3f} | {float(r['p10_fraction_at_30']):.3f} | "
-      f"{t or 'never'} | {ratio} | {float(r['seconds_per_run']):.0f} | {float(r['raced_per_run']):.1f} |")
+      f"{confirmed} | {t or 'never'} | {ratio} | {float(r['seconds_per_run']):.0f} | {float(r['raced_per_run']):.1f} |")
 PY
 }
 
@@ -68,8 +70,8 @@ PY
   echo "machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(nproc) cores"
   echo "autotune $(git rev-parse --short HEAD 2>/dev/null || echo '?'), $(date -u +%Y-%m-%dT%H:%MZ); $strategy, $seeds seeds, budget 30"
   echo
-  echo "| landscape | variant | @30 median | @30 p10 | seconds to 98% (median) | vs before | seconds per run (median) | raced per run |"
-  echo "|---|---|---|---|---|---|---|---|"
+  echo "| landscape | variant | @30 median | @30 p10 | confirmed median | seconds to 98% (median) | vs before | seconds per run (median) | raced per run |"
+  echo "|---|---|---|---|---|---|---|---|---|"
   for name in "${specs[@]}"; do
     # LANDSCAPES="h100_cuda cpu_default" runs only those.
     [ -z "${LANDSCAPES:-}" ] || [[ " $LANDSCAPES " == *" $name "* ]] || continue
@@ -96,6 +98,8 @@ PY
   echo "target_rsd without a trend (no significant slope) stops there (stop_on_scatter, the default now; the other"
   echo "variants run on to the cap); converged: budget until_converged; all: every lever."
   echo "seconds: the trials' own (simulated) seconds, summed: start-up, warm-up, timed windows."
+  echo "confirmed median: the answer after the spec's search.confirm re-measurements (the cpu default's 2), as tuning"
+  echo "writes it; '-' where the spec confirms nothing."
   echo "cpu_default's steps scatter so that its windows spread as much as the sweep recorded."
   echo "compare folders: $out"
 } | tee "$summary"

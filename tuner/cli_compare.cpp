@@ -25,6 +25,7 @@ std::function<int()> add_compare_command(CLI::App& app) {
     std::optional<std::string> seed;  // `--seed=` is given, and refused
     double race_margin = -1;
     bool until_converged = false;
+    int confirm = -1;  // the spec's search.confirm
   };
   auto args = std::make_shared<Args>();
   app.add_option("--config,-c", args->config, "the space.yaml (space, constraints, workload)")->required();
@@ -39,6 +40,10 @@ std::function<int()> add_compare_command(CLI::App& app) {
                  "(e.g. 0.10, the spec's default); off when not given");
   app.add_flag("--until-converged", args->until_converged,
                "end a run when its strategy says it converged, as budget: {until_converged: true} does");
+  app.add_option("--confirm", args->confirm,
+                 "after each run, measure the best N once more and choose on all their runs, as tuning does "
+                 "(default: the spec's search.confirm)")
+      ->check(CLI::Range(0, 100));
   return [args]() -> int {
     auto spec = load_spec_or_report(args->config);
     if (!spec) return kExitBadInput;
@@ -82,6 +87,7 @@ std::function<int()> add_compare_command(CLI::App& app) {
     opt.limits = spec->limits;
     opt.race_margin = args->race_margin;
     opt.until_converged = args->until_converged;
+    opt.confirm = args->confirm >= 0 ? args->confirm : spec->search.confirm;
     auto workload = make_workload_or_report(*spec);
     if (!workload) return kExitBadInput;
     std::cerr << fmt::format("compare: {} strategies x {} seeds x {} trials on the {} workload\n",

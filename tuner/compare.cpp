@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 
 #include "search/strategy.hpp"
+#include "tuner/confirm.hpp"
 #include "tuner/racing.hpp"
 #include "tuner/scheduler.hpp"
 #include "tuner/study.hpp"
@@ -37,6 +38,10 @@ std::uint64_t config_id(const SearchSpace& space, const Config& c) {
     id = id * space.param(d).values.size() + static_cast<std::uint64_t>(c[d]);
   return id;
 }
+
+// A confirmation's noise seed: its configuration's id, moved off the ids
+// of first measurements.
+constexpr std::uint64_t kConfirmSeedSalt = 0xC0F1'0000'0000'0000ULL;
 
 constexpr double kTargets[3] = {0.90, 0.95, 0.99};
 
@@ -152,12 +157,35 @@ CompareResult run_compare(const SearchSpace& space, Workload& workload, Executor
         result.trials.push_back(row);
         last = row;
       }
+      if (options.confirm > 0) {
+        // As tuning does: the best few measured once more, the answer chosen
+        // on all their runs. A configuration's second measurement has a seed
+        // of its own (the first's would repeat its noise).
+        CompareRunEnd end;
+        end.strategy = name;
+        end.repeat = rep;
+        const std::vector<Config> candidates = confirm_candidates(study.trials, study.best, options.confirm);
+        int k = options.budget;
+        for (const auto& c : candidates) {
+          scheduler.submit(++k, space.to_assignment(c), config_id(space, c) ^ kConfirmSeedSalt);
+          const Outcome o = scheduler.wait_next().outcome;
+          end.confirm_seconds += o.seconds;
+          study.confirmations.push_back({k, c, o, false});
+        }
+        choose_confirmed(candidates, study);
+        if (study.best) {
+          auto it = truth.find(*study.best);
+          end.confirmed_true = it != truth.end() ? it->second : study.best_outcome->throughput;
+        }
+        result.runs.push_back(end);
+      }
       if (progress) progress(fmt::format("{} seed {} done", name, ctx.seed));
     }
   }
   if (!result.exact_optimum)
     for (const auto& t : result.trials) result.optimum = std::max(result.optimum, t.measured);
   for (auto& t : result.trials) t.fraction = result.optimum > 0 ? t.recommended_true / result.optimum : 0.0;
+  for (auto& e : result.runs) e.confirmed_fraction = result.optimum > 0 ? e.confirmed_true / result.optimum : 0.0;
 
   // Summaries.
   std::vector<int> budgets;
@@ -213,6 +241,17 @@ CompareResult run_compare(const SearchSpace& space, Workload& workload, Executor
     const double med_98 = quantile(to_98, 0.5);
     s.seconds_to_98 = std::isfinite(med_98) ? med_98 : -1;
     s.median_total_s = quantile(total_s, 0.5);
+    std::vector<double> confirmed, total_confirmed;
+    for (const auto& e : result.runs)
+      if (e.strategy == name) {
+        confirmed.push_back(e.confirmed_fraction);
+        total_confirmed.push_back(total_s[static_cast<std::size_t>(e.repeat)] + e.confirm_seconds);
+      }
+    if (!confirmed.empty()) {
+      s.median_confirmed = quantile(confirmed, 0.5);
+      s.p10_confirmed = quantile(confirmed, 0.1);
+      s.median_total_confirmed_s = quantile(total_confirmed, 0.5);
+    }
     s.mean_raced = std::accumulate(raced.begin(), raced.end(), 0.0) / std::max<std::size_t>(1, raced.size());
     s.mean_failed = std::accumulate(failed.begin(), failed.end(), 0.0) / std::max<std::size_t>(1, failed.size());
     s.median_proposal_ms = proposal.empty() ? 0 : quantile(proposal, 0.5);
@@ -262,7 +301,8 @@ std::string write_compare_report(const CompareResult& r, const CompareOptions& o
     scols.push_back(fmt::format("p10_fraction_at_{}", b));
   }
   for (const char* c : {"evals_to_90", "evals_to_95", "evals_to_99", "seconds_to_98", "seconds_per_run", "raced_per_run",
-                        "failed_per_run", "ms_per_proposal", "p_vs_random"})
+                        "failed_per_run", "ms_per_proposal", "p_vs_random", "median_fraction_confirmed",
+                        "p10_fraction_confirmed", "seconds_per_run_confirmed"})
     scols.emplace_back(c);
   if (sf) write_csv_row(sf, scols);
   for (const auto& s : r.summary) {
@@ -291,10 +331,22 @@ std::string write_compare_report(const CompareResult& r, const CompareOptions& o
     row.push_back(fmt::format("{:.2f}", s.mean_failed));
     row.push_back(fmt::format("{:.3f}", s.median_proposal_ms));
     row.push_back(fmt::format("{:.4g}", s.p_vs_random));
+    const bool confirmed = s.median_confirmed >= 0;
+    row.push_back(confirmed ? fmt::format("{:.4f}", s.median_confirmed) : "");
+    row.push_back(confirmed ? fmt::format("{:.4f}", s.p10_confirmed) : "");
+    row.push_back(confirmed ? fmt::format("{:.2f}", s.median_total_confirmed_s) : "");
     md += line;
     if (sf) write_csv_row(sf, row);
   }
   if (sf) std::fclose(sf);
+  if (options.confirm > 0) {
+    md += fmt::format("\nAfter each run, the best {} measured once more and the answer chosen on all their runs, as "
+                      "tuning does (search.confirm):\n\n| strategy | median | p10 | seconds/run with them |\n|---|---|---|---|\n",
+                      options.confirm);
+    for (const auto& s : r.summary)
+      md += fmt::format("| {} | {:.3f} | {:.3f} | {:.3g} |\n", s.strategy, s.median_confirmed, s.p10_confirmed,
+                        s.median_total_confirmed_s);
+  }
   md += "\nfraction: true throughput of the strategy's recommended configuration / the optimum.\n"
         "evals to X%: median trials until the recommendation reaches X% of the optimum\n"
         "(>budget when fewer than half the seeds get there; reached/seeds in brackets).\n"

@@ -27,6 +27,20 @@ struct CompareOptions {
   Limits limits;
   double race_margin = -1;        // racing as in tuning (tuner/racing.hpp); negative: off
   bool until_converged = false;   // a run ends when its strategy says it converged (the rest: no trials)
+  // After each run, the best `confirm` configurations are measured once more
+  // and the answer chosen on all their measurements, as tuning does
+  // (search.confirm, tuner/confirm.hpp); 0: the answer after the last trial.
+  int confirm = 0;
+};
+
+// A run's end after its confirmations (confirm > 0): the answer tuning
+// would write, and what measuring it again cost.
+struct CompareRunEnd {
+  std::string strategy;
+  int repeat = 0;
+  double confirmed_true = 0;      // true throughput of the confirmed answer (0: none)
+  double confirmed_fraction = 0;  // confirmed_true / optimum
+  double confirm_seconds = 0;     // the confirmations' own seconds
 };
 
 struct CompareTrial {
@@ -61,12 +75,16 @@ struct StrategySummary {
   double mean_failed = 0;         // failed trials spent per run
   double median_proposal_ms = 0;
   double p_vs_random = 1.0;       // one-sided Mann-Whitney U: better than random at the full budget
+  // With confirmations: the fraction of the confirmed answers, and the median
+  // seconds of a whole run with them; -1 without.
+  double median_confirmed = -1, p10_confirmed = -1, median_total_confirmed_s = -1;
 };
 
 struct CompareResult {
   double optimum = 0;
   bool exact_optimum = false;
   std::vector<CompareTrial> trials;
+  std::vector<CompareRunEnd> runs;  // one per strategy and repeat when confirm > 0
   std::vector<StrategySummary> summary;
 };
 

@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <fstream>
+#include <map>
 
 #include "workloads/synthetic.hpp"
 #include "workloads/workloads.hpp"
@@ -85,6 +86,49 @@ TEST(Compare, ExactOptimumGridReachesItAndReportIsWritten) {
     EXPECT_GT(std::filesystem::file_size(dir / "evals_to_95.png"), 5000u);
   }
   std::filesystem::remove_all(dir);
+}
+
+// search.confirm in a comparison: after each run the best two are measured
+// once more, each with a noise seed of its own (the first measurement's
+// would repeat its noise), and the answer is chosen on all the runs, as
+// tuning does.
+TEST(Compare, ConfirmationsMeasureTheBestAgainWithTheirOwnNoise) {
+  const SearchSpace space = small_space();
+  auto info = synthetic_workload_info();
+  auto w = info.make(Options::with_defaults(info.options, {{"noise", OptionValue{0.05}}}), {});
+  CompareOptions opt;
+  opt.strategies = {"random"};
+  opt.repeats = 4;
+  opt.budget = 10;
+  opt.budgets = {10};
+  opt.confirm = 2;
+  std::map<std::string, std::vector<std::uint64_t>> seeds;  // per configuration, in order
+  MeasureFn measure = [&](const Assignment& a, const TrialContext& c) {
+    seeds[a.describe()].push_back(c.seed);
+    return w->measure(a, c);
+  };
+  CompareResult r = run_compare(space, *w, measure, opt);
+  EXPECT_EQ(r.trials.size(), 4u * 10u);
+  ASSERT_EQ(r.runs.size(), 4u);
+  std::size_t measured_twice = 0;
+  for (const auto& [config, s] : seeds) {
+    if (s.size() < 2) continue;
+    ++measured_twice;
+    EXPECT_NE(s.front(), s.back()) << config << ": a confirmation repeated the first measurement's noise";
+  }
+  EXPECT_GE(measured_twice, 2u);
+  for (const auto& e : r.runs) {
+    EXPECT_GT(e.confirmed_fraction, 0.0);
+    EXPECT_LE(e.confirmed_fraction, 1.0 + 1e-12);
+  }
+  ASSERT_EQ(r.summary.size(), 1u);
+  EXPECT_GT(r.summary[0].median_confirmed, 0.0);
+  EXPECT_GE(r.summary[0].median_total_confirmed_s, r.summary[0].median_total_s);
+
+  opt.confirm = 0;
+  CompareResult plain = run_compare(space, *w, measure, opt);
+  EXPECT_TRUE(plain.runs.empty());
+  EXPECT_LT(plain.summary[0].median_confirmed, 0.0);
 }
 
 }  // namespace
