@@ -2,8 +2,8 @@
 //
 // The walk starts from the best of a few probes: the user's initial
 // configurations, then a spread design (search/initial_design.hpp), as many
-// as bo's initial design (initial_design_size: d+1, at most a third of the
-// budget; 5 of 15, 7 of 30). Fewer (budget/8: 3 of 30) left the walk
+// as bo's initial design (initial_design_size: d+1, at most 5 and a third of the
+// budget; 5 of 15 and of 30, 7 of 30 once). Fewer (budget/8: 3 of 30) left the walk
 // starting from the best of three points, often in a poor basin it then
 // spent the budget climbing (issue 12: 0.911 / 0.603 median / p10 at 30
 // trials on the failure landscapes, 0.915 / 0.705 with bo's design size). A move changes one parameter: most of the time a step of

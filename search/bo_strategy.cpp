@@ -4,7 +4,7 @@
 //    them first; the user's baseline), then a spread design
 //    (search/initial_design.hpp: Latin hypercube centred in its strata, not
 //    on the ranges' ends) up to initial_design_size(): d+1 points (d: the
-//    knobs that can move), at most a third of the budget. Design points the feasibility model rules out by
+//    knobs that can move), at most 5 and at most a third of the budget. Design points the feasibility model rules out by
 //    then are moved to the nearest usable configuration.
 //  - Model: the Surrogate (search/surrogate.hpp), a GP (search/gp) on
 //    log(throughput) of `ok` trials only (a raced trial with a larger noise

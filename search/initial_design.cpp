@@ -14,9 +14,22 @@ int initial_design_size(const SearchSpace& space, int budget) {
   // At a budget of 15 that is 5 (a third, issue 12's ceiling). Measured on the
   // six failure landscapes (100 fresh seeds, @15 median / p10, 0.869 / 0.646
   // with 5): 4 points 0.839 / 0.546; 6 points 0.885 / 0.653, over the ceiling.
+  //
+  // Never more than 5 (kMostDesignPoints), whatever the budget: the design's
+  // trials are spent before the model speaks, and at 30 trials the six-knob
+  // spaces used to get 7. With 5, every issue-15 lever on, 60 seeds, seconds
+  // until the answer reaches 98% of the optimum (7 -> 5 points):
+  // loader_bound 35.7 -> 27.5, balanced 47.3 -> 19.9, 37.0 -> 29.9 and
+  // 31.6 -> 37.3 on three seed sets, memory_tight 61.3 -> 58.2, the cpu
+  // default 12.2 -> 11.5, compute_bound 49.5 -> 52.7, final medians equal.
+  // The failure landscapes at 30 trials (100 fresh seeds): with busy shares
+  // bo 1.000 / 0.904 either way (failed after the design 0.080 -> 0.077);
+  // without, 1.000 / 0.903 -> 1.000 / 0.886 (queue-cliff's p10 0.885 ->
+  // 0.801, worker-cliff's median 0.915 -> 0.954).
+  constexpr int kMostDesignPoints = 5;
   int free = 0;
   for (std::size_t d = 0; d < space.dims(); ++d) free += space.param(d).values.size() > 1 ? 1 : 0;
-  const int d1 = free + 1;
+  const int d1 = std::min(free + 1, kMostDesignPoints);
   if (budget <= 0) return d1;
   return std::max(2, std::min(d1, budget / 3));
 }
