@@ -169,6 +169,30 @@ TEST(Feasibility, ReportedBytesDecideNextToAFailure) {
   EXPECT_DOUBLE_EQ(bytes.probability(at(128, 12, 2, true, "fp32", 4)), 0.0) << "above the failure";
 }
 
+// The cache-knob landscape (its seventh knob, decode_cache_gb, declared
+// `memory: host`): configurations by value, and what a sequence of them
+// measures with the memory reported (noise seed 5).
+struct CacheKnob {
+  bench::FailureLandscape land = bench::failure_landscapes()[4];
+  SearchSpace s = land.space();
+  Config at(std::int64_t b, std::int64_t w, std::int64_t p, bool pin, const std::string& prec, std::int64_t acc,
+            std::int64_t cache) const {
+    return *s.from_assignment(Assignment({{"batch_size", Value{b}},
+                                          {"num_workers", Value{w}},
+                                          {"prefetch_factor", Value{p}},
+                                          {"pin_memory", Value{pin}},
+                                          {"precision", Value{prec}},
+                                          {"grad_accum", Value{acc}},
+                                          {"decode_cache_gb", Value{cache}}}));
+  }
+  std::vector<Observation> run(const std::vector<Config>& tried) const {
+    std::mt19937_64 noise(5);
+    std::vector<Observation> history;
+    for (const auto& c : tried) history.push_back({c, land.measure(s, c, noise, true)});
+    return history;
+  }
+};
+
 // With few trials and many terms, the bytes fitted to what ran alone can put
 // a failure below the most that ran (here the fit to five trials puts the
 // 512-batch host OOM under them, which used to drop the bytes model and
@@ -178,32 +202,21 @@ TEST(Feasibility, ReportedBytesDecideNextToAFailure) {
 // every knob, so the cones alone leave it open) from one well under it.
 // A trial sequence bo ran on the cache-knob landscape (seed 1000).
 TEST(Feasibility, AFailureTheFitPutsBelowWhatRanJoinsTheFit) {
-  const bench::FailureLandscape land = bench::failure_landscapes()[4];
-  ASSERT_EQ(land.name, "cache-knob");
-  const SearchSpace s = land.space();
-  auto cfg = [&](std::int64_t b, std::int64_t w, std::int64_t p, bool pin, const std::string& prec, std::int64_t acc,
-                 std::int64_t cache) {
-    return *s.from_assignment(Assignment({{"batch_size", Value{b}},
-                                          {"num_workers", Value{w}},
-                                          {"prefetch_factor", Value{p}},
-                                          {"pin_memory", Value{pin}},
-                                          {"precision", Value{prec}},
-                                          {"grad_accum", Value{acc}},
-                                          {"decode_cache_gb", Value{cache}}}));
-  };
-  const std::vector<Config> tried = {cfg(256, 2, 2, false, "tf32", 4, 2),  cfg(128, 6, 4, false, "fp16", 1, 8),
-                                     cfg(64, 4, 2, true, "bf16", 2, 4),    cfg(32, 8, 2, false, "fp32", 2, 8),
-                                     cfg(128, 10, 4, true, "tf32", 2, 16), cfg(16, 0, 8, true, "fp16", 1, 16),
-                                     cfg(512, 5, 8, true, "fp16", 1, 0)};
-  std::mt19937_64 noise(5);
-  std::vector<Observation> history;
-  for (const auto& c : tried) history.push_back({c, land.measure(s, c, noise, true)});
+  const CacheKnob k;
+  ASSERT_EQ(k.land.name, "cache-knob");
+  const auto& land = k.land;
+  const SearchSpace& s = k.s;
+  const std::vector<Config> tried = {k.at(256, 2, 2, false, "tf32", 4, 2),  k.at(128, 6, 4, false, "fp16", 1, 8),
+                                     k.at(64, 4, 2, true, "bf16", 2, 4),    k.at(32, 8, 2, false, "fp32", 2, 8),
+                                     k.at(128, 10, 4, true, "tf32", 2, 16), k.at(16, 0, 8, true, "fp16", 1, 16),
+                                     k.at(512, 5, 8, true, "fp16", 1, 0)};
+  const std::vector<Observation> history = k.run(tried);
   ASSERT_EQ(history[4].outcome.status, Status::host_oom);
   ASSERT_EQ(history[6].outcome.status, Status::host_oom);
   FeasibilityModel model(s, 0, 0);
   model.update(history);
-  const Config over = cfg(512, 6, 8, false, "fp16", 1, 0);  // 28.1 of 26 GB
-  const Config under = cfg(64, 6, 2, false, "fp16", 1, 4);  // 12.8 GB
+  const Config over = k.at(512, 6, 8, false, "fp16", 1, 0);  // 28.1 of 26 GB
+  const Config under = k.at(64, 6, 2, false, "fp16", 1, 4);  // 12.8 GB
   ASSERT_FALSE(land.true_throughput(s, over));
   ASSERT_TRUE(land.true_throughput(s, under));
   EXPECT_FALSE(model.known_infeasible(over)) << "the cones alone do not rule it out";
@@ -223,35 +236,24 @@ TEST(Feasibility, AFailureTheFitPutsBelowWhatRanJoinsTheFit) {
 // middling cache stays open. A trial sequence bo ran on the cache-knob landscape
 // (seed 1002).
 TEST(Feasibility, TheBytesFitReadsTheLoadersQueueAsAQueue) {
-  const bench::FailureLandscape land = bench::failure_landscapes()[4];
-  ASSERT_EQ(land.name, "cache-knob");
-  const SearchSpace s = land.space();
-  auto cfg = [&](std::int64_t b, std::int64_t w, std::int64_t p, bool pin, const std::string& prec, std::int64_t acc,
-                 std::int64_t cache) {
-    return *s.from_assignment(Assignment({{"batch_size", Value{b}},
-                                          {"num_workers", Value{w}},
-                                          {"prefetch_factor", Value{p}},
-                                          {"pin_memory", Value{pin}},
-                                          {"precision", Value{prec}},
-                                          {"grad_accum", Value{acc}},
-                                          {"decode_cache_gb", Value{cache}}}));
-  };
-  const std::vector<Config> tried = {cfg(128, 4, 4, false, "fp32", 2, 16),  cfg(64, 6, 4, false, "bf16", 4, 8),
-                                     cfg(32, 8, 2, false, "tf32", 2, 4),    cfg(256, 2, 2, true, "bf16", 1, 2),
-                                     cfg(128, 10, 2, true, "fp16", 2, 8),   cfg(512, 0, 8, true, "bf16", 2, 16),
-                                     cfg(512, 12, 8, true, "bf16", 4, 16)};
-  std::mt19937_64 noise(5);
-  std::vector<Observation> history;
-  for (const auto& c : tried) history.push_back({c, land.measure(s, c, noise, true)});
+  const CacheKnob k;
+  ASSERT_EQ(k.land.name, "cache-knob");
+  const auto& land = k.land;
+  const SearchSpace& s = k.s;
+  const std::vector<Config> tried = {k.at(128, 4, 4, false, "fp32", 2, 16),  k.at(64, 6, 4, false, "bf16", 4, 8),
+                                     k.at(32, 8, 2, false, "tf32", 2, 4),    k.at(256, 2, 2, true, "bf16", 1, 2),
+                                     k.at(128, 10, 2, true, "fp16", 2, 8),   k.at(512, 0, 8, true, "bf16", 2, 16),
+                                     k.at(512, 12, 8, true, "bf16", 4, 16)};
+  const std::vector<Observation> history = k.run(tried);
   for (std::size_t i = 0; i + 1 < history.size(); ++i) ASSERT_TRUE(history[i].outcome.ok()) << i;
   ASSERT_EQ(history.back().outcome.status, Status::host_oom);
   FeasibilityModel model(s, 0, 0);
   model.update(history);
-  const Config deep = cfg(512, 12, 8, true, "bf16", 4, 0);    // 65 of 26 GB
+  const Config deep = k.at(512, 12, 8, true, "bf16", 4, 0);    // 65 of 26 GB
   // One failure does not place the wall yet: a quarter of that queue
   // (512 x 11 x 4, 36 GB) still reads 0.79. One worker fewer does not.
-  const Config one_fewer = cfg(512, 11, 8, true, "bf16", 4, 0);  // 60 GB
-  const Config shallow = cfg(64, 8, 2, false, "fp16", 4, 4);   // 15 GB
+  const Config one_fewer = k.at(512, 11, 8, true, "bf16", 4, 0);  // 60 GB
+  const Config shallow = k.at(64, 8, 2, false, "fp16", 4, 4);   // 15 GB
   ASSERT_FALSE(land.true_throughput(s, deep));
   ASSERT_FALSE(land.true_throughput(s, one_fewer));
   ASSERT_TRUE(land.true_throughput(s, shallow));
