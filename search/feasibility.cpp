@@ -117,9 +117,6 @@ void FeasibilityModel::set_relevance(Memory& m, MemoryKind kind, int level) cons
   }
 }
 
-// A parameter's size for the bytes model: its numeric value (precision by
-// bytes per element, a declared categorical by position), 0 where it means
-// nothing (prefetch without workers).
 bool FeasibilityModel::known_product(const std::vector<std::size_t>& term) const {
   for (const auto& product : memory_products()) {
     if (product.size() != term.size()) continue;
@@ -131,6 +128,9 @@ bool FeasibilityModel::known_product(const std::vector<std::size_t>& term) const
   return false;
 }
 
+// A parameter's size for the bytes model: its numeric value (precision by
+// bytes per element, a declared categorical by position), 0 where it means
+// nothing (prefetch without workers).
 double FeasibilityModel::size(std::size_t d, const Config& c) const {
   if (const auto& np = m_knobs[d].needs_positive)
     if (to_number(m_space.param(*np).values[static_cast<std::size_t>(c[*np])]) <= 0) return 0.0;
