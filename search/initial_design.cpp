@@ -29,9 +29,9 @@ int initial_design_size(const SearchSpace& space, int budget) {
   constexpr int kMostDesignPoints = 5;
   int free = 0;
   for (std::size_t d = 0; d < space.dims(); ++d) free += space.param(d).values.size() > 1 ? 1 : 0;
-  const int d1 = std::min(free + 1, kMostDesignPoints);
-  if (budget <= 0) return d1;
-  return std::max(2, std::min(d1, budget / 3));
+  const int points = std::min(free + 1, kMostDesignPoints);
+  if (budget <= 0) return points;
+  return std::max(2, std::min(points, budget / 3));
 }
 
 namespace {

@@ -99,6 +99,13 @@ CompareResult run_compare(const SearchSpace& space, Workload& workload, Executor
       result.optimum = std::max(result.optimum, v);
     }
   }
+  // The true throughput of a study's answer when the workload knows it, else
+  // what was measured; 0 without an answer.
+  auto answer_true = [&truth](const Study& st) {
+    if (!st.best) return 0.0;
+    auto it = truth.find(*st.best);
+    return it != truth.end() ? it->second : st.best_outcome->throughput;
+  };
 
   for (const auto& name : options.strategies) {
     for (int rep = 0; rep < options.repeats; ++rep) {
@@ -149,11 +156,7 @@ CompareResult run_compare(const SearchSpace& space, Workload& workload, Executor
         if (o.ok())
           if (auto it = truth.find(*c); it != truth.end()) row.trial_true = it->second;
         study.settle_answer(strategy->recommend());
-        if (study.best) {
-          auto it = truth.find(*study.best);
-          // The true value when the workload knows it, else what was measured.
-          row.recommended_true = it != truth.end() ? it->second : study.best_outcome->throughput;
-        }
+        row.recommended_true = answer_true(study);
         result.trials.push_back(row);
         last = row;
       }
@@ -173,10 +176,7 @@ CompareResult run_compare(const SearchSpace& space, Workload& workload, Executor
           study.confirmations.push_back({k, c, o, false});
         }
         choose_confirmed(candidates, study);
-        if (study.best) {
-          auto it = truth.find(*study.best);
-          end.confirmed_true = it != truth.end() ? it->second : study.best_outcome->throughput;
-        }
+        end.confirmed_true = answer_true(study);
         result.runs.push_back(end);
       }
       if (progress) progress(fmt::format("{} seed {} done", name, ctx.seed));
