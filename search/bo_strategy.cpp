@@ -4,7 +4,8 @@
 //    them first; the user's baseline), then a spread design
 //    (search/initial_design.hpp: Latin hypercube centred in its strata, not
 //    on the ranges' ends) up to initial_design_size(): d+1 points (d: the
-//    knobs that can move), at most 5 and at most a third of the budget. Design points the feasibility model rules out by
+//    knobs that can move), at most 5 and at most a third of the budget,
+//    measured most workers first (lead_with_parallel_loading). Design points the feasibility model rules out by
 //    then are moved to the nearest usable configuration.
 //  - Model: the Surrogate (search/surrogate.hpp), a GP (search/gp) on
 //    log(throughput) of `ok` trials only (a raced trial with a larger noise
@@ -249,6 +250,7 @@ class BoStrategy final : public StrategyBase {
       const int n = m_initial - static_cast<int>(taken.size());
       const auto& all = valid_configs();
       m_design = spread_design(m_space, n, taken, m_rng, usable, all ? &*all : nullptr);
+      lead_with_parallel_loading(m_space, m_design);
     }
     while (m_next_design < m_design.size()) {
       const Config c = m_design[m_next_design++];

@@ -27,4 +27,11 @@ std::vector<Config> spread_design(const SearchSpace& space, int n, const std::ve
                                   const std::function<bool(const Config&)>& usable,
                                   const std::vector<Config>* listed, int tries = 64);
 
+// Reorders a design so that the points with the knob table's design_lead
+// knobs highest come first (num_workers, then batch_size; search/knobs.hpp):
+// the same points, measured in the order most likely to find a starved
+// pipeline's gain soonest. Stable; a space without those knobs keeps its
+// order.
+void lead_with_parallel_loading(const SearchSpace& space, std::vector<Config>& design);
+
 }  // namespace autotune

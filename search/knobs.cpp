@@ -9,7 +9,7 @@ namespace autotune {
 const std::vector<KnobInfo>& knob_table() {
   static const std::vector<KnobInfo> table = {
       {"batch_size", MemoryUse::both, "", 0, "activations on the device, batch buffers on the host",
-       KnobDomain::count, "samples per micro-batch"},
+       KnobDomain::count, "samples per micro-batch", 0.0, 2},
       // The surrogate reads workers as log(workers + 2): the loader's rate
       // grows in proportion to its processes, and log-throughput, the GP's
       // target, then grows linearly in that coordinate up to the cores (or
@@ -18,7 +18,7 @@ const std::vector<KnobInfo>& knob_table() {
       // crowded 9-16 workers together and lost at 30 trials on a host wall
       // at 10 workers; bench/failure_efficiency.cpp).
       {"num_workers", MemoryUse::host, "", 1, "a process each; 0 = loading inline", KnobDomain::zero_or_more,
-       "loader processes; 0 loads inline", 2.0},
+       "loader processes; 0 loads inline", 2.0, 1},
       {"prefetch_factor", MemoryUse::host, "num_workers", 2, "batches queued per worker", KnobDomain::count,
        "batches queued per worker"},
       {"pin_memory", MemoryUse::host, "", 3, "page-locked staging buffers", KnobDomain::boolean,

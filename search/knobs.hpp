@@ -37,6 +37,11 @@ struct KnobInfo {
   // proportion to its workers, so log-throughput with log(workers); see
   // SearchSpace::encode).
   double surrogate_log_offset = 0.0;
+  // The initial design measures its points with this knob highest first
+  // (1 is read first, 2 breaks its ties; 0 is not read): the loader's
+  // parallelism, then the batch, are where a starved pipeline's throughput
+  // comes from (search/initial_design.hpp).
+  int design_lead = 0;
 };
 
 // The table, in recipe order.

@@ -83,8 +83,39 @@ TEST(InitialDesign, BaselineFirstThenSpreadAwayFromTheEnds) {
         }
         EXPECT_EQ(used.size(), design.size()) << name << " seed " << seed << ": " << p.name;
       }
+      // bo measures the design most workers first (lead_with_parallel_loading).
+      if (std::string(name) == "bo") {
+        const std::size_t w = *space.index_of("num_workers");
+        for (std::size_t i = 1; i < design.size(); ++i)
+          EXPECT_GT(design[i - 1][w], design[i][w]) << "seed " << seed << ": design point " << i;
+      }
     }
   }
+}
+
+// The same points, most workers first, then the larger batch; the other
+// knobs and a space without either keep the order they came in.
+TEST(InitialDesign, LeadsWithTheMostParallelLoading) {
+  auto ints = [](std::initializer_list<std::int64_t> xs) {
+    std::vector<Value> v;
+    for (auto x : xs) v.push_back(Value{x});
+    return v;
+  };
+  const SearchSpace space({{"batch_size", ints({32, 64, 128}), Scale::log},
+                           {"num_workers", ints({0, 2, 4, 8}), Scale::linear},
+                           {"grad_accum", ints({1, 2}), Scale::linear}});
+  // {batch, workers, accum} as value indices.
+  std::vector<Config> design = {{0, 1, 1}, {2, 1, 0}, {1, 3, 0}, {0, 0, 1}, {1, 1, 0}, {0, 3, 1}};
+  lead_with_parallel_loading(space, design);
+  const std::vector<Config> want = {{1, 3, 0}, {0, 3, 1}, {2, 1, 0}, {1, 1, 0}, {0, 1, 1}, {0, 0, 1}};
+  EXPECT_EQ(design, want);
+
+  const SearchSpace other({{"decode_cache_gb", ints({0, 4, 8}), Scale::linear},
+                           {"grad_accum", ints({1, 2}), Scale::linear}});
+  std::vector<Config> kept = {{0, 1}, {2, 0}, {1, 1}};
+  const std::vector<Config> before = kept;
+  lead_with_parallel_loading(other, kept);
+  EXPECT_EQ(kept, before);
 }
 
 TEST(InitialDesign, MovesPointsOffWhatIsNotUsable) {
