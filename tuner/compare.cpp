@@ -137,6 +137,7 @@ CompareResult run_compare(const SearchSpace& space, Workload& workload, Executor
           row.seconds = 0;
           row.raced = false;
           row.trial_true = 0;
+          row.config.clear();
           result.trials.push_back(row);
           continue;
         }
@@ -153,10 +154,12 @@ CompareResult run_compare(const SearchSpace& space, Workload& workload, Executor
         row.seconds = o.seconds;
         row.elapsed_s = elapsed;
         row.raced = was_raced(o);
+        row.config = space.to_assignment(*c).describe();
         if (o.ok())
           if (auto it = truth.find(*c); it != truth.end()) row.trial_true = it->second;
         study.settle_answer(strategy->recommend());
         row.recommended_true = answer_true(study);
+        row.answer = study.best ? space.to_assignment(*study.best).describe() : std::string();
         result.trials.push_back(row);
         last = row;
       }
@@ -270,13 +273,13 @@ std::string write_compare_report(const CompareResult& r, const CompareOptions& o
     std::FILE* f = std::fopen((dir / "trials.csv").c_str(), "w");
     if (!f) throw std::runtime_error((dir / "trials.csv").string() + ": cannot write");
     write_csv_row(f, {"strategy", "seed", "trial", "status", "measured", "recommended_true", "fraction_of_optimum",
-                      "proposal_ms", "seconds", "elapsed_s", "raced", "trial_true"});
+                      "proposal_ms", "seconds", "elapsed_s", "raced", "trial_true", "config", "answer"});
     for (const auto& t : r.trials)
       write_csv_row(f, {t.strategy, std::to_string(options.seed + static_cast<std::uint64_t>(t.repeat)),
                         std::to_string(t.trial), std::string(to_string(t.status)), fmt::format("{:.6g}", t.measured),
                         fmt::format("{:.6g}", t.recommended_true), fmt::format("{:.6f}", t.fraction),
                         fmt::format("{:.4f}", t.proposal_ms), fmt::format("{:.4g}", t.seconds),
-                        fmt::format("{:.6g}", t.elapsed_s), t.raced ? "1" : "0", fmt::format("{:.6g}", t.trial_true)});
+                        fmt::format("{:.6g}", t.elapsed_s), t.raced ? "1" : "0", fmt::format("{:.6g}", t.trial_true), t.config, t.answer});
     std::fclose(f);
   }
 

@@ -56,6 +56,8 @@ struct CompareTrial {
   double seconds = 0;             // what the trial took (the workload's seconds: simulated ones too)
   double elapsed_s = 0;           // the run's seconds so far, this trial included
   bool raced = false;
+  std::string config;             // what this trial measured ("batch_size=64 ..."; empty once the search stopped)
+  std::string answer;             // the strategy's recommendation now (empty without one)
 };
 
 struct StrategySummary {
