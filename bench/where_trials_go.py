@@ -28,8 +28,10 @@ def main(argv):
         return 2
     folder, keys = args[0], args[1:] or ["num_workers", "prefetch_factor"]
     with open(f"{folder}/trials.csv", newline="") as f:
-        rows = list(csv.DictReader(f))
-    if rows and "config" not in rows[0]:
+        reader = csv.DictReader(f)
+        rows = list(reader)
+        columns = reader.fieldnames or []
+    if "config" not in columns or "answer" not in columns:
         print(f"{folder}/trials.csv has no config column (written by an older autotune)", file=sys.stderr)
         return 2
     by_strategy = collections.defaultdict(lambda: collections.defaultdict(list))
