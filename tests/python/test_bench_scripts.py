@@ -16,11 +16,11 @@ def cfg(workers, prefetch, batch=64):
 
 
 class WhereTrialsGo(unittest.TestCase):
-    def run_script(self, rows, *args):
+    def run_script(self, rows, *args, columns=COLUMNS):
         with tempfile.TemporaryDirectory() as d:
             with open(os.path.join(d, "trials.csv"), "w", newline="") as f:
                 w = csv.writer(f)
-                w.writerow(COLUMNS)
+                w.writerow(columns)
                 for r in rows:
                     w.writerow(r)
             p = subprocess.run([sys.executable, os.path.join(BENCH, "where_trials_go.py"), d, *args],
@@ -59,13 +59,9 @@ class WhereTrialsGo(unittest.TestCase):
         self.assertIn("1: 128: 2", out)
 
     def test_an_older_trials_csv_is_refused_with_a_reason(self):
-        with tempfile.TemporaryDirectory() as d:
-            with open(os.path.join(d, "trials.csv"), "w", newline="") as f:
-                csv.writer(f).writerow(COLUMNS[:-2])
-            p = subprocess.run([sys.executable, os.path.join(BENCH, "where_trials_go.py"), d],
-                               capture_output=True, text=True)
-        self.assertEqual(p.returncode, 2)
-        self.assertIn("no config column", p.stderr)
+        rc, out, err = self.run_script([], columns=COLUMNS[:-2])
+        self.assertEqual(rc, 2)
+        self.assertIn("no config column", err)
 
 
 if __name__ == "__main__":

@@ -56,7 +56,16 @@ TEST(Compare, ExactOptimumGridReachesItAndReportIsWritten) {
   // Each trial's own configuration, by the truth: what it measured within
   // the noise, and the grid's best trial the optimum itself.
   double best_trial = 0;
+  // The rows name configurations as the space describes them: each such
+  // name with its true value, to read the config and answer columns back.
+  std::map<std::string, double> truth_by_name;
   const std::vector<Config> all = *space.enumerate();
+  for (const auto& c : all)
+    truth_by_name[space.to_assignment(c).describe()] = w->expected(space.to_assignment(c))->throughput;
+  const auto named = [&](const std::string& text) {
+    auto it = truth_by_name.find(text);
+    return it == truth_by_name.end() ? -1.0 : it->second;
+  };
   for (const auto& t : r.trials) {
     if (t.status != Status::ok) {
       EXPECT_EQ(t.trial_true, 0.0);
@@ -66,11 +75,6 @@ TEST(Compare, ExactOptimumGridReachesItAndReportIsWritten) {
     EXPECT_NEAR(std::log(t.measured / t.trial_true), 0.0, 0.2);
     // The row names what it measured and the answer after it: each read
     // back through the space is the configuration whose truth it reports.
-    const auto named = [&](const std::string& text) {
-      for (const auto& c : all)
-        if (space.to_assignment(c).describe() == text) return w->expected(space.to_assignment(c))->throughput;
-      return -1.0;
-    };
     EXPECT_DOUBLE_EQ(named(t.config), t.trial_true) << t.config;
     EXPECT_DOUBLE_EQ(named(t.answer), t.recommended_true) << t.answer;
     if (t.strategy == "grid") best_trial = std::max(best_trial, t.trial_true);
