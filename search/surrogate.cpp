@@ -82,7 +82,6 @@ Surrogate::Surrogate(const SearchSpace& space)
   m_busy.set_additive_share(kAdditiveShare);
 }
 
-namespace {
 // The share of a trial's time spent computing rather than waiting for data:
 // the harness's and autotune_trial's compute_busy (1 - data_wait_fraction),
 // else the cuda workload's gpu_busy. Read by the two factors it splits T
@@ -121,7 +120,6 @@ std::optional<double> busy_share(const Outcome& o) {
   if (b && !std::isfinite(*b)) return std::nullopt;  // a job's NaN is no share
   return b;
 }
-}  // namespace
 
 // The rate column is rounded to 1/256 of the measured span (far under the
 // GP's shortest length scale, 0.03): the GP tabulates its additive part per

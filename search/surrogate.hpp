@@ -75,6 +75,11 @@ class Surrogate {
   bool fit_parts(Rng& rng, const gp::FitOptions& fo);
 };
 
+// The share of a trial's time its compute was busy rather than waiting for
+// data: compute_busy, else 1 - data_wait_fraction, else gpu_busy; none when
+// the trial reported none (or NaN).
+std::optional<double> busy_share(const Outcome& o);
+
 // log(EI x P(fits)^kFeasibleWeight) from a candidate's log EI and P(fits)
 // (P floored at 1e-12).
 double acquisition(double log_ei, double p_fits);

@@ -1,7 +1,11 @@
 // bo's surrogate reads what the knob table knows (search/knobs.hpp): a
-// precision it has not tried is read by its rank beside the ones it has.
+// precision it has not tried is read by its rank beside the ones it has;
+// its last third polishes a loader-bound answer along the loader's knobs.
 // Seeded and deterministic.
 #include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <random>
 
 #include "search/knobs.hpp"
 #include "search/surrogate.hpp"
@@ -49,6 +53,96 @@ TEST(Bo, ReadsPrecisionByRankBesideItsOneHot) {
   const SearchSpace unknown({{"batch_size", batch, Scale::log},
                              {"precision", precisions({"fp32", "int4"}), Scale::categorical}});
   EXPECT_EQ(Surrogate(unknown).columns(Config{0, 1}).size(), unknown.encoded_dims()) << "int4 has no rank";
+}
+
+// A pipeline the loader holds everywhere: T is the loader's rate, highest at
+// 14 workers with prefetch 8, whatever the precision (a larger batch loads
+// a little faster: 2% a step, so one configuration is the best); the compute
+// runs at least twice as fast, so every trial reports busy < 0.5 (or the
+// share given).
+struct LoaderBound {
+  SearchSpace space;
+  LoaderBound()
+      : space({{"batch_size", ints({32, 64, 128}), Scale::log},
+               {"num_workers", ints({0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16}), Scale::linear},
+               {"prefetch_factor", ints({1, 2, 4, 8}), Scale::log},
+               {"precision", {Value{std::string("fp32")}, Value{std::string("fp16")}}, Scale::categorical}}) {}
+  static std::vector<Value> ints(std::initializer_list<std::int64_t> v) {
+    std::vector<Value> out;
+    for (auto x : v) out.emplace_back(x);
+    return out;
+  }
+  double loader(const Config& c) const {
+    const int w = c[1];
+    return (100.0 + 200.0 * std::min(w, 14) - 40.0 * std::max(0, w - 14) + 20.0 * c[2]) * (1.0 + 0.02 * c[0]);
+  }
+  Outcome measure(const Config& c, std::optional<double> busy) const {
+    Outcome o = Outcome::success(loader(c));
+    const double compute = 8000.0 * (1 << c[0]) * (c[3] == 1 ? 2.0 : 1.0);
+    o.metrics["compute_busy"] = busy ? *busy : loader(c) / compute;
+    return o;
+  }
+};
+
+// 28 measurements that met the loader's edge: workers 0-13 spread, then 16
+// (the answer: prefetch 8 there) in every batch and precision, never 14-15.
+std::vector<Config> edge_history() {
+  std::vector<Config> h;
+  std::mt19937_64 rng(5);
+  for (int w : {0, 2, 4, 6, 8, 10, 11, 12, 13, 13})
+    h.push_back({static_cast<int>(rng() % 3), w, static_cast<int>(rng() % 4), static_cast<int>(rng() % 2)});
+  for (int b = 0; b < 3; ++b)
+    for (int prec = 0; prec < 2; ++prec)
+      for (int p : {0, 3, 1})
+        if (b < 2 || prec < 1 || p != 3) h.push_back({b, 16, p, prec});
+  return h;
+}
+
+// One step along num_workers or prefetch_factor from `from`, nothing else moved.
+bool loader_step(const Config& from, const Config& to) {
+  int moved = 0, host = 0;
+  for (std::size_t d = 0; d < from.size(); ++d)
+    if (from[d] != to[d]) {
+      ++moved;
+      host += (d == 1 || d == 2) && std::abs(from[d] - to[d]) == 1;
+    }
+  return moved == 1 && host == 1;
+}
+
+Config next_after(const LoaderBound& land, const std::vector<Config>& h, int budget, std::optional<double> busy) {
+  StrategyContext ctx;
+  ctx.space = &land.space;
+  ctx.seed = 3;
+  ctx.budget = budget;
+  auto bo = make_strategy("bo", ctx);
+  for (const auto& c : h) bo->tell(c, land.measure(c, busy));
+  auto c = bo->ask();
+  EXPECT_TRUE(c);
+  return c ? *c : Config{};
+}
+
+// Past two thirds of a known trial budget, a loader-bound answer whose model
+// expects little anywhere gets its next trial one loader step away (the
+// global search would try another neutral variation of the edge); with the
+// budget unknown, before its last third, or from an answer the compute
+// holds, bo proposes what its acquisition ranks first.
+TEST(Bo, LastThirdPolishesALoaderBoundAnswerAlongTheLoadersKnobs) {
+  const LoaderBound land;
+  const std::vector<Config> h = edge_history();
+  double top = 0;
+  for (const auto& c : h) top = std::max(top, land.loader(c));
+  auto from_an_answer = [&](const Config& to) {  // the top is measured at six batch x precision pairs
+    for (const auto& c : h)
+      if (land.loader(c) == top && loader_step(c, to)) return true;
+    return false;
+  };
+  const Config unknown = next_after(land, h, 0, std::nullopt);
+  EXPECT_FALSE(from_an_answer(unknown)) << "premise: the global search goes elsewhere: "
+                                        << land.space.to_assignment(unknown).describe();
+  const Config polished = next_after(land, h, 40, std::nullopt);
+  EXPECT_TRUE(from_an_answer(polished)) << land.space.to_assignment(polished).describe();
+  EXPECT_EQ(next_after(land, h, 42, std::nullopt), unknown) << "28 of 42: not yet the last third";
+  EXPECT_EQ(next_after(land, h, 40, 1.0), next_after(land, h, 0, 1.0)) << "the compute sets the pace";
 }
 
 }  // namespace
