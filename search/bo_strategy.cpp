@@ -59,6 +59,10 @@ constexpr int kConvergedProposals = 3;
 // kPolishGain of the incumbent and both it and the neighbour have P(fits) >=
 // kPolishSafe, from an answer whose busy share is under kLoaderBound.
 constexpr std::size_t kPolishAfter = 20;
+// ... and while the global search is not still climbing: the last
+// kClimbTrials measured raised the best posterior mean under kClimbGain.
+constexpr std::size_t kClimbTrials = 3;
+constexpr double kClimbGain = 0.05;
 constexpr double kPolishGain = 0.10;
 constexpr double kPolishSafe = 0.9;
 constexpr double kLoaderBound = 0.95;
@@ -245,6 +249,10 @@ class BoStrategy final : public StrategyBase {
   //    (issue 12's @15 median 0.911 against 1.000 @30), and polishing its
   //    last third there cost worker-cliff's @15 median 0.876 -> 0.848 and
   //    old-card's p10 0.876 -> 0.833;
+  //  - the global search is not still climbing: the last 3 trials measured
+  //    raised the best posterior mean under 5% (a landscape whose answer
+  //    was still rising at the 21st trial, cache-knob, keeps its global
+  //    trials);
   //  - the answer (the measured ok configuration with the best posterior
   //    mean) reported a busy share under kLoaderBound;
   //  - the best candidate anywhere scores under kPolishGain and has
@@ -271,8 +279,12 @@ class BoStrategy final : public StrategyBase {
     if (m_ctx.budget <= 0 || 3 * asked <= 2 * static_cast<std::size_t>(m_ctx.budget) || asked < kPolishAfter)
       return std::nullopt;
     if (!(std::exp(pick_score) < kPolishGain) || m_feasibility.probability(pick) < kPolishSafe) return std::nullopt;
+    const Eigen::VectorXd mean = m_model.mean_at_data();  // ok's order: the order measured
+    const Eigen::Index earlier = mean.size() - static_cast<Eigen::Index>(kClimbTrials);
+    if (earlier < 1 || best - mean.head(earlier).maxCoeff() > std::log1p(kClimbGain))
+      return std::nullopt;  // the global search is still climbing
     Eigen::Index at = 0;
-    m_model.mean_at_data().maxCoeff(&at);
+    mean.maxCoeff(&at);
     const Observation& answer = *ok[static_cast<std::size_t>(at)];
     const auto busy = busy_share(answer.outcome);
     if (!busy || *busy >= kLoaderBound) return std::nullopt;
