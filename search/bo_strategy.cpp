@@ -37,6 +37,7 @@
 #include <limits>
 #include <map>
 #include <optional>
+#include <utility>
 
 #include "search/feasibility.hpp"
 #include "search/gp/gaussian_process.hpp"
@@ -210,7 +211,8 @@ class BoStrategy final : public StrategyBase {
     if (cs.empty()) return random_unasked();
     // The incumbent: the best posterior mean among measured points (noisy EI
     // with a plug-in best; Picheny et al. 2013).
-    const double best = m_model.mean_at_data().maxCoeff();
+    const Eigen::VectorXd mean = m_model.mean_at_data();
+    const double best = mean.maxCoeff();
     // With pending trials, a copy that believes them; else the model itself
     // (no copy of its GPs per proposal).
     std::optional<Surrogate> believed;
@@ -231,7 +233,7 @@ class BoStrategy final : public StrategyBase {
     // s is log(EI x P(feasible)^2) in log-throughput: exp(s) is the relative gain expected (a risky one discounted).
     m_low_gain_streak = std::exp(s[arg]) < kConvergedGain ? m_low_gain_streak + 1 : 0;
     if (!valid_configs()) chosen = local_search(model, best, chosen, s[arg]);
-    if (auto p = polish(model, best, ok, chosen, s[arg])) return p;
+    if (auto p = polish(model, mean, ok, chosen, s[arg])) return p;
     return chosen;
   }
 
@@ -273,13 +275,14 @@ class BoStrategy final : public StrategyBase {
   // (100 fresh seeds, busy shares): @15 unchanged, @30 p10 0.919 -> 0.904,
   // all of it cache-knob's (0.922 -> 0.903: a polish along its decode cache
   // and workers where the global search found more).
-  std::optional<Config> polish(const Surrogate& model, double best, const std::vector<const Observation*>& ok,
-                               const Config& pick, double pick_score) {
+  // mean: m_model's posterior mean at ok, in ok's order (the order measured).
+  std::optional<Config> polish(const Surrogate& model, const Eigen::VectorXd& mean,
+                               const std::vector<const Observation*>& ok, const Config& pick, double pick_score) {
     const std::size_t asked = history().size() + pending().size();
     if (m_ctx.budget <= 0 || 3 * asked <= 2 * static_cast<std::size_t>(m_ctx.budget) || asked < kPolishAfter)
       return std::nullopt;
     if (!(std::exp(pick_score) < kPolishGain) || m_feasibility.probability(pick) < kPolishSafe) return std::nullopt;
-    const Eigen::VectorXd mean = m_model.mean_at_data();  // ok's order: the order measured
+    const double best = mean.maxCoeff();
     const Eigen::Index earlier = mean.size() - static_cast<Eigen::Index>(kClimbTrials);
     if (earlier < 1 || best - mean.head(earlier).maxCoeff() > std::log1p(kClimbGain))
       return std::nullopt;  // the global search is still climbing
@@ -292,17 +295,23 @@ class BoStrategy final : public StrategyBase {
     for (auto& nb : m_space.neighbours(answer.config)) {
       std::size_t d = 0;
       while (d < nb.size() && nb[d] == answer.config[d]) ++d;
-      if (d == nb.size() || !m_knobs[d].host() || m_knobs[d].device()) continue;
+      if (d == nb.size() || m_knobs[d].use != MemoryUse::host) continue;
       if (was_asked(nb) || m_feasibility.probability(nb) < kPolishSafe) continue;
       steps.push_back(std::move(nb));
     }
     if (steps.empty()) return std::nullopt;
+    const auto [i, score] = top_scored(model, best, steps);
+    if (!std::isfinite(score)) return std::nullopt;
+    return steps[i];
+  }
+
+  // The best-scored of cs (not empty) and its score.
+  std::pair<std::size_t, double> top_scored(const Surrogate& model, double best, const std::vector<Config>& cs) const {
     std::vector<const Config*> ptr;
-    for (const auto& c : steps) ptr.push_back(&c);
+    for (const auto& c : cs) ptr.push_back(&c);
     const std::vector<double> s = scores(model, best, ptr, encode_all(ptr));
     const auto it = std::max_element(s.begin(), s.end());
-    if (!std::isfinite(*it)) return std::nullopt;
-    return steps[static_cast<std::size_t>(it - s.begin())];
+    return {static_cast<std::size_t>(it - s.begin()), *it};
   }
 
   // Hill-climb on the acquisition over neighbours (only when the space is too
@@ -313,13 +322,10 @@ class BoStrategy final : public StrategyBase {
       for (auto& nb : m_space.neighbours(current))
         if (!was_asked(nb)) nbs.push_back(std::move(nb));
       if (nbs.empty()) break;
-      std::vector<const Config*> ptr;
-      for (const auto& c : nbs) ptr.push_back(&c);
-      std::vector<double> s = scores(model, best, ptr, encode_all(ptr));
-      auto it = std::max_element(s.begin(), s.end());
-      if (*it <= score) break;
-      score = *it;
-      current = nbs[static_cast<std::size_t>(it - s.begin())];
+      const auto [i, top] = top_scored(model, best, nbs);
+      if (top <= score) break;
+      score = top;
+      current = nbs[i];
     }
     return current;
   }
