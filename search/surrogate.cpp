@@ -11,15 +11,6 @@
 namespace autotune {
 namespace {
 
-// The acquisition is EI x P(feasible)^2. With num_workers read by its log
-// (search/knobs.cpp) the GP expects more near a host wall than it did, and
-// plain EI x P spent a fifth more trials on failures there (a third of the
-// space failing: 0.22 of the trials after the design, against 0.17); the
-// square takes the risk back (0.15) and keeps the gain (pooled over six
-// failure landscapes, 100 fresh seeds, @15 median 0.838 -> 0.869, p10 0.605
-// -> 0.646). Its square alone, on the old encoding, lost (@15 0.824).
-// Tried before: the square root (0.5) let third-fails waste 22% of its trials.
-constexpr double kFeasibleWeight = 2.0;
 // Half the GP's signal in an additive part (gp::GaussianProcess): with 5 to 30
 // points in 6 or 7 dimensions, what one knob did at one corner (inline
 // loading is slow, a deeper queue helps) is carried to the others instead of
@@ -219,8 +210,10 @@ bool Surrogate::fit(const std::vector<const Observation*>& ok, Rng& rng) {
   return fit_parts(rng, fo);
 }
 
-double acquisition(double log_ei, double p_fits) {
-  return log_ei + kFeasibleWeight * std::log(std::max(p_fits, 1e-12));
+double acquisition(double log_ei, double p_fits) { return acquisition(log_ei, p_fits, kFeasibleWeight); }
+
+double acquisition(double log_ei, double p_fits, double feasible_weight) {
+  return log_ei + feasible_weight * std::log(std::max(p_fits, 1e-12));
 }
 
 }  // namespace autotune

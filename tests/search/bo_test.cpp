@@ -1,12 +1,14 @@
 // bo's surrogate reads what the knob table knows (search/knobs.hpp): a
 // precision it has not tried is read by its rank beside the ones it has;
-// its last third polishes a loader-bound answer along the loader's knobs.
+// its last third polishes a loader-bound answer along the loader's knobs;
+// its last trials go to the wall.
 // Seeded and deterministic.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
 #include <random>
 
+#include "search/feasibility.hpp"
 #include "search/knobs.hpp"
 #include "search/surrogate.hpp"
 #include "search/strategy.hpp"
@@ -168,6 +170,64 @@ TEST(Bo, NoPolishWhileTheLastTrialsStillRaiseTheAnswer) {
   EXPECT_TRUE(from_the_edge(polished)) << land.space.to_assignment(polished).describe();
   EXPECT_NE(polished, next_after(land, settled, 0, std::nullopt));
   EXPECT_EQ(next_after(land, climbing, 40, std::nullopt), next_after(land, climbing, 0, std::nullopt));
+}
+
+// A loader that grows with workers and prefetch up to a host wall: each
+// worker holds 1.5 GB, each queued batch 0.1 GB per 32 samples, 20 GB fit.
+// Trials report ram_bytes, as the runner does.
+struct HostWall {
+  SearchSpace space;
+  HostWall()
+      : space({{"batch_size", LoaderBound::ints({32, 64, 128}), Scale::log},
+               {"num_workers", LoaderBound::ints({0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16}),
+                Scale::linear},
+               {"prefetch_factor", LoaderBound::ints({1, 2, 4, 8}), Scale::log}}) {}
+  double ram_gb(const Config& c) const {
+    const double w = c[1], p = 1 << c[2], b = 32 << c[0];
+    return 2.0 + 1.5 * w + 0.1 * std::max(1.0, w * p) * b / 32.0;
+  }
+  Outcome measure(const Config& c) const {
+    if (ram_gb(c) > 20.0) return Outcome::failure(Status::host_oom, "killed (SIGKILL) without a timeout");
+    const double w = c[1], p = 1 << c[2];
+    Outcome o = Outcome::success((100.0 + 300.0 * w * (1.0 - 0.35 / p)) * (1.0 + 0.03 * c[0]));
+    o.metrics["ram_bytes"] = ram_gb(c) * 1073741824.0;
+    return o;
+  }
+};
+
+// The last trials of a known budget weigh P(fits) once, not squared: from
+// nine measurements (the wall met at 12 and 14 workers), the last trial goes
+// to the edge of the feasible region, where the host wall puts the optimum
+// (9 workers, prefetch 4: 19.1 of 20 GB, P(fits) about 0.55), while the same
+// history earlier in the budget, or with no budget, draws a safer trial a
+// worker below.
+TEST(Bo, LastTrialsOfABudgetGoToTheWall) {
+  const HostWall land;
+  std::vector<Config> h = {{0, 13, 1}, {2, 14, 2}, {1, 8, 2}, {0, 4, 3}, {2, 2, 0}, {1, 6, 1}, {0, 7, 3}, {2, 8, 0}, {1, 9, 0}, {0, 6, 2}, {0, 8, 1}};
+  auto next = [&](int budget) {
+    StrategyContext ctx;
+    ctx.space = &land.space;
+    ctx.seed = 3;
+    ctx.budget = budget;
+    auto bo = make_strategy("bo", ctx);
+    for (const auto& c : h) bo->tell(c, land.measure(c));
+    auto c = bo->ask();
+    EXPECT_TRUE(c);
+    return c ? *c : Config{};
+  };
+  FeasibilityModel feasible(land.space, 0, 0);
+  std::vector<Observation> seen;
+  for (const auto& c : h) seen.push_back({c, land.measure(c)});
+  feasible.update(seen);
+  const int n = static_cast<int>(h.size());
+  const Config middle = next(3 * n), last = next(n + 1);
+  EXPECT_EQ(next(0), middle) << "no budget: the square throughout";
+  EXPECT_NE(next(n + 4), last) << "four trials left: the square still";
+  EXPECT_LT(feasible.probability(last), feasible.probability(middle))
+      << land.space.to_assignment(last).describe() << " against " << land.space.to_assignment(middle).describe();
+  const Outcome at_wall = land.measure(last), inside = land.measure(middle);
+  ASSERT_TRUE(at_wall.ok() && inside.ok());
+  EXPECT_GT(at_wall.throughput, inside.throughput) << "the wall's side of the edge runs, and faster";
 }
 
 }  // namespace
