@@ -93,7 +93,7 @@ class AnnealStrategy final : public StrategyBase {
 
  protected:
   std::optional<Config> propose() override {
-    const int asked = static_cast<int>(history().size() + pending().size());
+    const int asked = static_cast<int>(this->asked());
     if (asked < m_probes || !m_current) {
       if (auto c = probe(m_probes - asked)) return c;
     }

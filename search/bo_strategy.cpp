@@ -118,8 +118,7 @@ class BoStrategy final : public StrategyBase {
     std::vector<const Observation*> ok;
     for (const auto& o : history())
       if (o.outcome.ok() && o.outcome.throughput > 0) ok.push_back(&o);
-    const std::size_t asked = history().size() + pending().size();
-    if (asked < static_cast<std::size_t>(m_initial)) {
+    if (asked() < static_cast<std::size_t>(m_initial)) {
       if (auto c = design_point()) return c;
       return space_filling();
     }
@@ -261,8 +260,7 @@ class BoStrategy final : public StrategyBase {
   // run @15 1.10 -> 1.24, @30 1.48 -> 1.89. The last 5 (or 10 of 30) gained
   // no more and failed more; P(fits)^1 throughout lost the @15 p10.
   bool final_trials() const {
-    const std::size_t asked = history().size() + pending().size();
-    return m_ctx.budget > 0 && asked + kFinalTrials >= static_cast<std::size_t>(m_ctx.budget);
+    return m_ctx.budget > 0 && asked() + kFinalTrials >= static_cast<std::size_t>(m_ctx.budget);
   }
 
   // Where the loader sets the pace, T moves with the loader's knobs alone
@@ -306,7 +304,7 @@ class BoStrategy final : public StrategyBase {
   // mean: m_model's posterior mean at ok, in ok's order (the order measured).
   std::optional<Config> polish(const Surrogate& model, const Eigen::VectorXd& mean,
                                const std::vector<const Observation*>& ok, const Config& pick, double pick_score) {
-    const std::size_t asked = history().size() + pending().size();
+    const std::size_t asked = this->asked();
     if (m_ctx.budget <= 0 || 3 * asked <= 2 * static_cast<std::size_t>(m_ctx.budget) || asked < kPolishAfter)
       return std::nullopt;
     if (!(std::exp(pick_score) < kPolishGain) || m_feasibility.probability(pick) < kPolishSafe) return std::nullopt;

@@ -82,6 +82,8 @@ class StrategyBase : public Strategy {
   bool is_pending(const Config& c) const { return m_pending.count(c) > 0; }
   const std::set<Config>& pending() const { return m_pending; }
   const std::vector<Observation>& history() const { return m_history; }
+  // Trials asked so far: measured and pending.
+  std::size_t asked() const { return m_history.size() + m_pending.size(); }
   // A uniformly random valid configuration not yet asked (enumerating the
   // remaining ones when random draws keep hitting asked ones).
   std::optional<Config> random_unasked();

@@ -196,14 +196,15 @@ struct HostWall {
 };
 
 // The last trials of a known budget weigh P(fits) once, not squared: from
-// nine measurements (the wall met at 12 and 14 workers), the last trial goes
+// eleven measurements (the wall met at 13 and 14 workers), the last trial goes
 // to the edge of the feasible region, where the host wall puts the optimum
 // (9 workers, prefetch 4: 19.1 of 20 GB, P(fits) about 0.55), while the same
 // history earlier in the budget, or with no budget, draws a safer trial a
 // worker below.
 TEST(Bo, LastTrialsOfABudgetGoToTheWall) {
   const HostWall land;
-  std::vector<Config> h = {{0, 13, 1}, {2, 14, 2}, {1, 8, 2}, {0, 4, 3}, {2, 2, 0}, {1, 6, 1}, {0, 7, 3}, {2, 8, 0}, {1, 9, 0}, {0, 6, 2}, {0, 8, 1}};
+  const std::vector<Config> h = {{0, 13, 1}, {2, 14, 2}, {1, 8, 2}, {0, 4, 3}, {2, 2, 0}, {1, 6, 1},
+                                 {0, 7, 3},  {2, 8, 0},  {1, 9, 0}, {0, 6, 2}, {0, 8, 1}};
   auto next = [&](int budget) {
     StrategyContext ctx;
     ctx.space = &land.space;
