@@ -1,7 +1,8 @@
 // bo's surrogate reads what the knob table knows (search/knobs.hpp): a
 // precision it has not tried is read by its rank beside the ones it has;
 // its last third polishes a loader-bound answer along the loader's knobs;
-// its last trials go to the wall.
+// its last trials go to the wall; filling the space after a failed design
+// stays inside the ranges.
 // Seeded and deterministic.
 #include <gtest/gtest.h>
 
@@ -173,21 +174,23 @@ TEST(Bo, NoPolishWhileTheLastTrialsStillRaiseTheAnswer) {
 }
 
 // A loader that grows with workers and prefetch up to a host wall: each
-// worker holds 1.5 GB, each queued batch 0.1 GB per 32 samples, 20 GB fit.
-// Trials report ram_bytes, as the runner does.
+// worker holds 1.5 GB, each queued batch 0.1 GB per 32 samples, 20 GB fit
+// (or what the constructor says). Trials report ram_bytes, as the runner does.
 struct HostWall {
   SearchSpace space;
-  HostWall()
+  double capacity_gb;
+  explicit HostWall(double gb = 20.0)
       : space({{"batch_size", LoaderBound::ints({32, 64, 128}), Scale::log},
                {"num_workers", LoaderBound::ints({0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16}),
                 Scale::linear},
-               {"prefetch_factor", LoaderBound::ints({1, 2, 4, 8}), Scale::log}}) {}
+               {"prefetch_factor", LoaderBound::ints({1, 2, 4, 8}), Scale::log}}),
+        capacity_gb(gb) {}
   double ram_gb(const Config& c) const {
     const double w = c[1], p = 1 << c[2], b = 32 << c[0];
     return 2.0 + 1.5 * w + 0.1 * std::max(1.0, w * p) * b / 32.0;
   }
   Outcome measure(const Config& c) const {
-    if (ram_gb(c) > 20.0) return Outcome::failure(Status::host_oom, "killed (SIGKILL) without a timeout");
+    if (ram_gb(c) > capacity_gb) return Outcome::failure(Status::host_oom, "killed (SIGKILL) without a timeout");
     const double w = c[1], p = 1 << c[2];
     Outcome o = Outcome::success((100.0 + 300.0 * w * (1.0 - 0.35 / p)) * (1.0 + 0.03 * c[0]));
     o.metrics["ram_bytes"] = ram_gb(c) * 1073741824.0;
@@ -229,6 +232,45 @@ TEST(Bo, LastTrialsOfABudgetGoToTheWall) {
   const Outcome at_wall = land.measure(last), inside = land.measure(middle);
   ASSERT_TRUE(at_wall.ok() && inside.ok());
   EXPECT_GT(at_wall.throughput, inside.throughput) << "the wall's side of the edge runs, and faster";
+}
+
+// A host wall from 7 workers up at 14 GB, where most of the design fails
+// (its points sit at 2-13 workers, measured most workers first) and the
+// search fills the space until three trials run: the filling goes inside
+// the ranges, not to the 0-worker corner farthest from the failures.
+// 12-trial runs, seeds 1-20 (deterministic): the answers average 0.965 of
+// the best configuration that fits (7 workers, prefetch 2, batch 32) with
+// no trial at 0 workers; without the range-end weight, 0.906 with 31.
+TEST(Bo, FillingAfterAFailedDesignStaysInsideTheRanges) {
+  const HostWall land(14.0);
+  double best = 0;
+  const auto all = land.space.enumerate();
+  ASSERT_TRUE(all);
+  for (const auto& c : *all)
+    if (const Outcome o = land.measure(c); o.ok()) best = std::max(best, o.throughput);
+  constexpr int kSeeds = 20;
+  double sum = 0;
+  int at_zero = 0;
+  for (std::uint64_t seed = 1; seed <= kSeeds; ++seed) {
+    StrategyContext ctx;
+    ctx.space = &land.space;
+    ctx.seed = seed;
+    ctx.budget = 12;
+    auto bo = make_strategy("bo", ctx);
+    for (int t = 0; t < 12; ++t) {
+      const auto c = bo->ask();
+      ASSERT_TRUE(c);
+      at_zero += (*c)[1] == 0 ? 1 : 0;
+      bo->tell(*c, land.measure(*c));
+    }
+    const auto answer = bo->recommend();
+    ASSERT_TRUE(answer);
+    const Outcome o = land.measure(*answer);
+    ASSERT_TRUE(o.ok()) << "seed " << seed;
+    sum += o.throughput / best;
+  }
+  EXPECT_GE(sum / kSeeds, 0.94);
+  EXPECT_LE(at_zero, 5) << "trials at 0 workers over " << kSeeds << " runs";
 }
 
 }  // namespace
