@@ -145,6 +145,7 @@ int main(int argc, char** argv) {
           int run_asks = 0;
           while (t < budget) {
             std::vector<Config> wave;
+            std::vector<std::string> proposed_as;
             for (int k = 0; k < parallel && t + static_cast<int>(wave.size()) < budget; ++k) {
               const auto t0 = std::chrono::steady_clock::now();
               auto c = strategy->ask();
@@ -152,9 +153,11 @@ int main(int argc, char** argv) {
               ++run_asks;
               if (!c) break;
               wave.push_back(*c);
+              proposed_as.emplace_back(strategy->proposed_as());
             }
             if (wave.empty()) break;
-            for (const auto& c : wave) {
+            for (std::size_t k = 0; k < wave.size(); ++k) {
+              const Config& c = wave[k];
               const Outcome o = land.measure(space, c, noise, metrics, busy);
               if (!o.ok()) {
                 ++run_failed;
@@ -162,8 +165,9 @@ int main(int argc, char** argv) {
               }
               if (trace) {
                 const auto tt = land.true_throughput(space, c);
-                std::printf("  seed %d trial %2d %-8s %.3f  %s\n", seed, t, std::string(to_string(o.status)).c_str(),
-                            tt ? *tt / optimum : 0.0, space.to_assignment(c).describe().c_str());
+                std::printf("  seed %d trial %2d %-7s %-8s %.3f  %s\n", seed, t, proposed_as[k].c_str(),
+                            std::string(to_string(o.status)).c_str(), tt ? *tt / optimum : 0.0,
+                            space.to_assignment(c).describe().c_str());
               }
               strategy->tell(c, o);
               ++t;

@@ -95,13 +95,17 @@ class AnnealStrategy final : public StrategyBase {
   std::optional<Config> propose() override {
     const int asked = static_cast<int>(this->asked());
     if (asked < m_probes || !m_current) {
+      proposing("probe");
       if (auto c = probe(m_probes - asked)) return c;
     }
+    proposing("jump");
     if (!m_current) return random_usable();
+    proposing("move");
     if (auto c = screened_move(*m_current)) return c;
     if (auto c = any_neighbour(*m_current)) return c;
     // Every move from here is used up: jump.
     m_current.reset();
+    proposing("jump");
     return random_usable();
   }
 

@@ -121,7 +121,10 @@ class BoStrategy final : public StrategyBase {
     for (const auto& o : history())
       if (o.outcome.ok() && o.outcome.throughput > 0) ok.push_back(&o);
     if (asked() < static_cast<std::size_t>(m_initial)) {
-      if (auto c = design_point()) return c;
+      if (auto c = design_point()) {
+        proposing("design");
+        return c;
+      }
       return space_filling();
     }
     // Two points give the GP's hyperparameters nothing to fit: its EI then
@@ -213,7 +216,10 @@ class BoStrategy final : public StrategyBase {
   std::optional<Config> best_candidate(const std::vector<const Observation*>& ok) {
     std::vector<Config> storage;
     std::vector<const Config*> cs = candidates(storage);
-    if (cs.empty()) return random_unasked();
+    if (cs.empty()) {
+      proposing("random");
+      return random_unasked();
+    }
     // The incumbent: the best posterior mean among measured points (noisy EI
     // with a plug-in best; Picheny et al. 2013).
     const Eigen::VectorXd mean = m_model.mean_at_data();
@@ -240,8 +246,15 @@ class BoStrategy final : public StrategyBase {
     // the relative gain expected (a risky one discounted).
     auto [chosen, score] = pick(kFeasibleWeight);
     m_low_gain_streak = std::exp(score) < kConvergedGain ? m_low_gain_streak + 1 : 0;
-    if (auto p = polish(model, mean, ok, chosen, score)) return p;
-    if (final_trials()) chosen = pick(1.0).first;
+    if (auto p = polish(model, mean, ok, chosen, score)) {
+      proposing("polish");
+      return p;
+    }
+    proposing("model");
+    if (final_trials()) {
+      chosen = pick(1.0).first;
+      proposing("final");
+    }
     return chosen;
   }
 
@@ -404,6 +417,7 @@ class BoStrategy final : public StrategyBase {
   // both. Filling happens in 61 of the 600 fresh runs at 15.
   std::optional<Config> space_filling() {
     constexpr double kRangeEndWeight = 0.25;
+    proposing("fill");
     std::vector<Eigen::VectorXd> taken;
     for (const auto& o : history()) taken.push_back(m_space.encode(o.config));
     for (const auto& c : pending()) taken.push_back(m_space.encode(c));

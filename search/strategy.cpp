@@ -13,7 +13,13 @@ std::optional<Config> StrategyBase::ask() {
     const Config& init = m_ctx.initial[m_next_initial++];
     if (!was_asked(init) && m_space.is_valid(init)) c = init;
   }
-  if (!c) c = propose();
+  if (c) {
+    m_proposed_as = "initial";
+  } else {
+    m_proposed_as = {};
+    c = propose();
+    if (m_proposed_as.empty()) m_proposed_as = name();
+  }
   if (!c) return std::nullopt;
   if (was_asked(*c) || !m_space.is_valid(*c))
     throw std::logic_error(std::string(name()) + " proposed an invalid or repeated configuration");

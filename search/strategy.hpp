@@ -55,6 +55,12 @@ class Strategy {
   // Diagnostics since the last call (a model that could not be fitted, a
   // fallback taken), in plain words; the tuner journals them as notes.
   virtual std::vector<std::string> take_notes() { return {}; }
+  // What the configuration the last ask() returned was proposed as, in a
+  // word the journal records beside it ("initial": a configuration of the
+  // user's; bo: "design", "fill", "model", "final", "polish"; anneal:
+  // "probe", "move", "jump"; "random", "grid", "heuristic"); empty when the
+  // strategy does not say.
+  virtual std::string_view proposed_as() const { return {}; }
   // Whether more trials are unlikely to find anything better (the tuner's
   // `budget: {until_converged: true}` stops then). Never during the strategy's
   // initial design; false for strategies that cannot tell (random, grid).
@@ -71,12 +77,17 @@ class StrategyBase : public Strategy {
   std::optional<Config> ask() final;
   void tell(const Config& config, const Outcome& outcome) final;
   std::optional<Config> recommend() const override;
+  std::string_view proposed_as() const override { return m_proposed_as; }
 
  protected:
   // A valid configuration not yet asked, or nullopt when none is left.
   virtual std::optional<Config> propose() = 0;
   // Called from tell() after the history is updated.
   virtual void observe(const Observation& /*obs*/) {}
+  // Sets proposed_as() for the configuration propose() is about to return
+  // (ask() sets "initial" itself, and the strategy's name when propose()
+  // sets nothing). A string literal: the view is kept.
+  void proposing(std::string_view as) { m_proposed_as = as; }
 
   bool was_asked(const Config& c) const { return m_asked.count(c) > 0; }
   bool is_pending(const Config& c) const { return m_pending.count(c) > 0; }
@@ -99,6 +110,7 @@ class StrategyBase : public Strategy {
   std::set<Config> m_pending;
   std::vector<Observation> m_history;
   std::size_t m_next_initial = 0;
+  std::string_view m_proposed_as;
   mutable bool m_enumerated = false;
   mutable std::optional<std::vector<Config>> m_valid;
 };

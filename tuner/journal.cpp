@@ -103,6 +103,7 @@ JournalContents read_journal(const std::filesystem::path& path) {
         out.trials.push_back({rec.at("trial").get<int>(), assignment_from_json(rec.at("config")), std::nullopt,
                               rec.value("confirm", false)});
         out.trials.back().start_time = rec.value("time", 0.0);
+        out.trials.back().proposed_as = rec.value("proposed_as", "");
       } else if (type == "finish") {
         const int trial = rec.at("trial").get<int>();
         JournalTrial* t = nullptr;
@@ -179,9 +180,11 @@ void JournalWriter::note(const std::string& text, double time_s) {
   append({{"type", "note"}, {"text", text}, {"time", time_s}});
 }
 
-void JournalWriter::started(int trial, const Assignment& config, double time_s, bool confirm) {
+void JournalWriter::started(int trial, const Assignment& config, double time_s, bool confirm,
+                            std::string_view proposed_as) {
   nlohmann::json rec = {{"type", "start"}, {"trial", trial}, {"config", to_json(config)}, {"time", time_s}};
   if (confirm) rec["confirm"] = true;
+  if (!proposed_as.empty()) rec["proposed_as"] = std::string(proposed_as);
   append(rec);
 }
 

@@ -3,11 +3,16 @@
 // that nothing measured is lost when the tuner dies.
 //
 //   {"type":"header","version":1,"space_hash":"...","spec":{...},"started":"..."}
-//   {"type":"start","trial":3,"config":{...},"time":12.5}
+//   {"type":"start","trial":3,"config":{...},"time":12.5,"proposed_as":"model"}
 //   {"type":"finish","trial":3,"config":{...},"status":"ok","throughput":812.4,
 //    "metrics":{...},"reason":"","seconds":9.8,"time":22.3}
 //
 //   {"type":"note","text":"...","time":40.1}      the search's diagnostics
+//
+// "proposed_as" says why the search chose the configuration
+// (Strategy::proposed_as(): "initial", bo's "design", "fill", "model",
+// "final", "polish", anneal's "probe", "move", "jump"; "rerun" for a trial
+// a stopped run started and never finished).
 //
 // A re-measurement of a finished configuration after the search
 // (`search.confirm`) carries "confirm":true on both records; it is never a
@@ -19,6 +24,7 @@
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -33,6 +39,7 @@ struct JournalTrial {
   Assignment config;
   std::optional<Outcome> outcome;  // empty: started, never finished
   bool confirm = false;            // a re-measurement after the search
+  std::string proposed_as;         // the start record's word ("model", ...); empty in older journals
   double start_time = 0;           // the records' `time`: seconds since the run began
   double finish_time = 0;
 };
@@ -69,7 +76,10 @@ class JournalWriter {
   JournalWriter& operator=(const JournalWriter&) = delete;
 
   void header(const nlohmann::json& header);
-  void started(int trial, const Assignment& config, double time_s, bool confirm = false);
+  // proposed_as: what the strategy proposed it as (Strategy::proposed_as(),
+  // or "rerun"); not written when empty.
+  void started(int trial, const Assignment& config, double time_s, bool confirm = false,
+               std::string_view proposed_as = {});
   void finished(int trial, const Assignment& config, const Outcome& outcome, double time_s, bool confirm = false);
   void note(const std::string& text, double time_s);
   const std::filesystem::path& path() const { return m_path; }

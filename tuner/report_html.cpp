@@ -99,13 +99,13 @@ std::string trials_panel(const JournalStudy& s) {
   const SearchSpace& space = s.spec.space;
   HtmlTable t;
   t.sortable = true;
-  t.headers = {"trial"};
+  t.headers = {"trial", "proposed as"};
   for (const auto& p : space.params()) t.headers.push_back(p.name);
   for (const char* h : {"status", "samples/s", "device mem", "host mem", "seconds", "finished at s", "note"})
     t.headers.emplace_back(h);
   const std::optional<Config>& best = s.result.best;
   for (const JournalTrial& j : s.journal.trials) {
-    std::vector<HtmlCell> row = {cell(std::to_string(j.trial), j.trial)};
+    std::vector<HtmlCell> row = {cell(std::to_string(j.trial), j.trial), cell(j.proposed_as)};
     const auto c = space.from_assignment(j.config);
     for (std::size_t d = 0; d < space.dims(); ++d) {
       const Value* v = j.config.find(space.param(d).name);

@@ -32,7 +32,7 @@ std::string improvements(const JournalStudy& s) {
 std::string trials_table(const JournalStudy& s) {
   const SearchSpace& space = s.spec.space;
   std::vector<std::vector<std::string>> rows;
-  std::vector<std::string> head = {"trial"};
+  std::vector<std::string> head = {"trial", "proposed"};
   for (const auto& p : space.params()) head.push_back(p.name);
   for (const char* h : {"status", "samples/s", "dev mem", "host mem", "seconds"}) head.emplace_back(h);
   // Fastest first, failures and unfinished after: the table answers "what was fast".
@@ -43,7 +43,7 @@ std::string trials_table(const JournalStudy& s) {
   std::size_t ok_shown = 0;
   for (const JournalTrial* t : order) {
     if (rate(t) >= 0 && ++ok_shown > kTrialRowsShown) continue;
-    std::vector<std::string> row = {std::to_string(t->trial) + (t->confirm ? "c" : "")};
+    std::vector<std::string> row = {std::to_string(t->trial) + (t->confirm ? "c" : ""), t->proposed_as};
     for (const auto& p : space.params()) {
       const Value* v = t->config.find(p.name);
       row.push_back(v ? to_string(*v) : "");

@@ -104,18 +104,20 @@ class TuningRun {
     return {};
   }
 
-  std::optional<Config> next_config() {
+  // The next configuration to start and what it was proposed as (the
+  // strategy's word, or "rerun").
+  std::optional<std::pair<Config, std::string>> next_config() {
     if (!m_rerun.empty()) {
       Config c = m_rerun.front();
       m_rerun.pop_front();
-      return c;
+      return std::make_pair(std::move(c), std::string("rerun"));
     }
     // The strategy does not know of a re-run in flight and may propose its
     // configuration: that trial's outcome will answer this proposal too.
     while (auto c = m_strategy->ask()) {
       const bool running = std::any_of(m_configs.begin(), m_configs.end(),
                                        [&](const auto& kv) { return kv.second == *c; });
-      if (!running) return c;
+      if (!running) return std::make_pair(std::move(*c), std::string(m_strategy->proposed_as()));
     }
     return std::nullopt;
   }
@@ -134,18 +136,19 @@ class TuningRun {
           launching = false;
           break;
         }
-        auto c = next_config();
-        if (!c) {
+        auto next = next_config();
+        if (!next) {
           // Nothing to propose now: the strategy may be waiting on pending
           // trials (then ask again when one finishes), or it is exhausted.
           if (m_scheduler.in_flight() == 0) launching = false;
           break;
         }
+        const auto& [c, proposed_as] = *next;
         const int trial = m_next_trial++;
-        const Assignment a = m_space.to_assignment(*c);
-        m_journal->started(trial, a, elapsed());
+        const Assignment a = m_space.to_assignment(c);
+        m_journal->started(trial, a, elapsed(), /*confirm=*/false, proposed_as);
         m_scheduler.submit(trial, a, std::nullopt, race_bar(m_study.trials, m_spec.search.race_margin));
-        m_configs[trial] = *c;
+        m_configs[trial] = c;
         ++m_started;
       }
       if (m_scheduler.in_flight() == 0) break;

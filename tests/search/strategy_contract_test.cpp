@@ -151,7 +151,13 @@ TEST_P(StrategyContract, InitialConfigurationsComeFirst) {
   ctx.initial = {all[2], all[1]};
   auto strategy = make_strategy(GetParam(), ctx);
   EXPECT_EQ(strategy->ask(), all[2]);
+  EXPECT_EQ(strategy->proposed_as(), "initial");
   EXPECT_EQ(strategy->ask(), all[1]);
+  EXPECT_EQ(strategy->proposed_as(), "initial");
+  // After them, the strategy's own word (its name where it has no other).
+  ASSERT_TRUE(strategy->ask());
+  EXPECT_FALSE(strategy->proposed_as().empty());
+  EXPECT_NE(strategy->proposed_as(), "initial");
 }
 
 INSTANTIATE_TEST_SUITE_P(AllStrategies, StrategyContract, ::testing::ValuesIn(strategy_names()),

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <fstream>
@@ -105,6 +106,30 @@ TEST_F(TuneTest, BudgetStopsTheRunAndBaselineIsTheFirstInitial) {
   EXPECT_EQ(r.trials.front().config, spec.search.initial.front());
 }
 
+// Each start record says what the strategy proposed its configuration as:
+// the baseline "initial", then bo's design, and its last 3 trials of the
+// budget "final"; every other one "fill", "model" or "polish".
+TEST_F(TuneTest, StartRecordsSayWhatEachTrialWasProposedAs) {
+  Spec spec = make_spec("bo", 12);
+  auto w = synthetic(0.02);
+  run_tuning(spec, measure_with(*w), {});
+  std::vector<std::string> as;
+  std::ifstream in(spec.output.journal);
+  for (std::string line; std::getline(in, line);) {
+    const auto rec = nlohmann::json::parse(line);
+    if (rec.value("type", "") == "start") as.push_back(rec.value("proposed_as", "(none)"));
+  }
+  ASSERT_EQ(as.size(), 12u);
+  EXPECT_EQ(as[0], "initial");
+  EXPECT_EQ(as[1], "design");
+  for (std::size_t i = 9; i < 12; ++i) EXPECT_EQ(as[i], "final") << "trial " << i + 1;
+  const std::set<std::string> known = {"design", "fill", "model", "polish"};
+  for (std::size_t i = 1; i < 9; ++i) EXPECT_TRUE(known.count(as[i])) << "trial " << i + 1 << ": " << as[i];
+  // The design at 12 trials is a third of them, the baseline one of the 4.
+  EXPECT_EQ(std::count(as.begin(), as.end(), "design"), 3);
+  EXPECT_EQ(std::count(as.begin(), as.end(), "model"), 5);
+}
+
 TEST_F(TuneTest, MeasuredLimitsTurnOkIntoInvalid) {
   Outcome o = Outcome::success(100);
   o.metrics["ram_bytes"] = 5e9;
@@ -178,6 +203,13 @@ TEST_F(TuneTest, TornLastLineIsDroppedAndUnfinishedTrialIsRerun) {
   ASSERT_EQ(measured.size(), 1u);
   EXPECT_EQ(measured[0], spec.space.to_assignment(extra));
   EXPECT_EQ(r.trials.size(), 6u);
+  {
+    std::ifstream in(spec.output.journal);
+    std::string line, last_start;
+    while (std::getline(in, line))
+      if (line.find(R"("type":"start")") != std::string::npos) last_start = line;
+    EXPECT_EQ(nlohmann::json::parse(last_start).value("proposed_as", ""), "rerun");
+  }
   // The file is whole again: every line parses.
   JournalContents again = read_journal(spec.output.journal);
   EXPECT_FALSE(again.dropped_torn_line);
