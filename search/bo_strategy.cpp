@@ -244,6 +244,8 @@ class BoStrategy final : public StrategyBase {
     m_pending_ends.clear();
     for (const auto& c : pending())
       for (const auto& end : range_ends(c, kLongRange)) m_pending_ends.push_back(end);
+    std::sort(m_pending_ends.begin(), m_pending_ends.end());
+    m_pending_ends.erase(std::unique(m_pending_ends.begin(), m_pending_ends.end()), m_pending_ends.end());
     Eigen::MatrixXd x = encode_all(cs);
     // The chosen configuration and the best score without the pending
     // ends' penalty (what convergence and the polish read).
@@ -449,9 +451,10 @@ class BoStrategy final : public StrategyBase {
   // unchanged.
   double range_end_penalty(const Config& c) const {
     double out = 0;
-    for (const auto& end : range_ends(c, kLongRange))
-      if (std::find(m_pending_ends.begin(), m_pending_ends.end(), end) != m_pending_ends.end())
-        out += std::log(kRangeEndWeight);
+    for (const auto& [d, high] : m_pending_ends) {
+      const double at = m_space.position(d, c[d]);
+      if (high ? at > 1.0 - 1e-9 : at < 1e-9) out += std::log(kRangeEndWeight);
+    }
     return out;
   }
 
