@@ -20,6 +20,15 @@
 namespace autotune {
 namespace {
 
+// A bo strategy on `space` with this seed and trial budget.
+std::unique_ptr<Strategy> make_bo(const SearchSpace& space, std::uint64_t seed, int budget) {
+  StrategyContext ctx;
+  ctx.space = &space;
+  ctx.seed = seed;
+  ctx.budget = budget;
+  return make_strategy("bo", ctx);
+}
+
 TEST(PrecisionRank, OrdersFullTf32AndReducedFormats) {
   EXPECT_EQ(precision_rank("fp32"), 0.0);
   EXPECT_EQ(precision_rank("tf32"), 0.5);
@@ -116,11 +125,7 @@ bool loader_step(const Config& from, const Config& to) {
 }
 
 Config next_after(const LoaderBound& land, const std::vector<Config>& h, int budget, std::optional<double> busy) {
-  StrategyContext ctx;
-  ctx.space = &land.space;
-  ctx.seed = 3;
-  ctx.budget = budget;
-  auto bo = make_strategy("bo", ctx);
+  auto bo = make_bo(land.space, 3, budget);
   for (const auto& c : h) bo->tell(c, land.measure(c, busy));
   auto c = bo->ask();
   EXPECT_TRUE(c);
@@ -212,11 +217,7 @@ TEST(Bo, LastTrialsOfABudgetGoToTheWall) {
   const std::vector<Config> h = {{0, 13, 1}, {2, 14, 2}, {1, 8, 2}, {0, 4, 3}, {2, 2, 0}, {1, 6, 1},
                                  {0, 7, 3},  {2, 8, 0},  {1, 9, 0}, {0, 6, 2}, {0, 8, 1}};
   auto next = [&](int budget) {
-    StrategyContext ctx;
-    ctx.space = &land.space;
-    ctx.seed = 3;
-    ctx.budget = budget;
-    auto bo = make_strategy("bo", ctx);
+    auto bo = make_bo(land.space, 3, budget);
     for (const auto& c : h) bo->tell(c, land.measure(c));
     auto c = bo->ask();
     EXPECT_TRUE(c);
@@ -255,11 +256,7 @@ TEST(Bo, FillingAfterAFailedDesignStaysInsideTheRanges) {
   double sum = 0;
   int at_zero = 0;
   for (std::uint64_t seed = 1; seed <= kSeeds; ++seed) {
-    StrategyContext ctx;
-    ctx.space = &land.space;
-    ctx.seed = seed;
-    ctx.budget = 12;
-    auto bo = make_strategy("bo", ctx);
+    auto bo = make_bo(land.space, seed, 12);
     for (int t = 0; t < 12; ++t) {
       const auto c = bo->ask();
       ASSERT_TRUE(c);
@@ -295,15 +292,11 @@ TEST(Bo, AWaveOfProposalsDoesNotPileOnARangesEnd) {
   double sum = 0;
   int piled = 0, at_zero = 0;
   for (std::uint64_t seed = 1000; seed < 1020; ++seed) {
-    StrategyContext ctx;
-    ctx.space = &space;
-    ctx.seed = seed;
-    ctx.budget = 15;
-    auto bo = make_strategy("bo", ctx);
+    auto bo = make_bo(space, seed, 15);
     std::mt19937_64 noise(seed);
-    for (int asked = 0; asked < ctx.budget;) {
+    for (int asked = 0; asked < 15;) {
       std::vector<Config> wave;
-      for (int k = 0; k < 4 && asked < ctx.budget; ++k, ++asked) {
+      for (int k = 0; k < 4 && asked < 15; ++k, ++asked) {
         const auto c = bo->ask();
         ASSERT_TRUE(c);
         wave.push_back(*c);
