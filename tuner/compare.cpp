@@ -124,6 +124,7 @@ CompareResult run_compare(const SearchSpace& space, Workload& workload, Executor
         std::optional<Config> c;
         if (!(options.until_converged && strategy->converged())) c = strategy->ask();
         const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+        const std::string proposed_as(c ? strategy->proposed_as() : std::string_view());
         CompareTrial row;
         row.strategy = name;
         row.repeat = rep;
@@ -138,6 +139,7 @@ CompareResult run_compare(const SearchSpace& space, Workload& workload, Executor
           row.raced = false;
           row.trial_true = 0;
           row.config.clear();
+          row.proposed_as.clear();
           result.trials.push_back(row);
           continue;
         }
@@ -155,6 +157,7 @@ CompareResult run_compare(const SearchSpace& space, Workload& workload, Executor
         row.elapsed_s = elapsed;
         row.raced = was_raced(o);
         row.config = space.to_assignment(*c).describe();
+        row.proposed_as = proposed_as;
         if (o.ok())
           if (auto it = truth.find(*c); it != truth.end()) row.trial_true = it->second;
         study.settle_answer(strategy->recommend());
@@ -273,13 +276,14 @@ std::string write_compare_report(const CompareResult& r, const CompareOptions& o
     std::FILE* f = std::fopen((dir / "trials.csv").c_str(), "w");
     if (!f) throw std::runtime_error((dir / "trials.csv").string() + ": cannot write");
     write_csv_row(f, {"strategy", "seed", "trial", "status", "measured", "recommended_true", "fraction_of_optimum",
-                      "proposal_ms", "seconds", "elapsed_s", "raced", "trial_true", "config", "answer"});
+                      "proposal_ms", "seconds", "elapsed_s", "raced", "trial_true", "config", "answer", "proposed_as"});
     for (const auto& t : r.trials)
       write_csv_row(f, {t.strategy, std::to_string(options.seed + static_cast<std::uint64_t>(t.repeat)),
                         std::to_string(t.trial), std::string(to_string(t.status)), fmt::format("{:.6g}", t.measured),
                         fmt::format("{:.6g}", t.recommended_true), fmt::format("{:.6f}", t.fraction),
                         fmt::format("{:.4f}", t.proposal_ms), fmt::format("{:.4g}", t.seconds),
-                        fmt::format("{:.6g}", t.elapsed_s), t.raced ? "1" : "0", fmt::format("{:.6g}", t.trial_true), t.config, t.answer});
+                        fmt::format("{:.6g}", t.elapsed_s), t.raced ? "1" : "0", fmt::format("{:.6g}", t.trial_true), t.config, t.answer,
+                        t.proposed_as});
     std::fclose(f);
   }
 

@@ -58,6 +58,7 @@ struct CompareTrial {
   bool raced = false;
   std::string config;             // what this trial measured ("batch_size=64 ..."; empty once the search stopped)
   std::string answer;             // the strategy's recommendation now (empty without one)
+  std::string proposed_as;        // what the strategy proposed config as (Strategy::proposed_as())
 };
 
 struct StrategySummary {

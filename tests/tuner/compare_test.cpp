@@ -78,6 +78,7 @@ TEST(Compare, ExactOptimumGridReachesItAndReportIsWritten) {
     EXPECT_DOUBLE_EQ(named(t.config), t.trial_true) << t.config;
     EXPECT_DOUBLE_EQ(named(t.answer), t.recommended_true) << t.answer;
     if (t.strategy == "grid") best_trial = std::max(best_trial, t.trial_true);
+    EXPECT_EQ(t.proposed_as, t.strategy) << "grid and random propose under their own names";
   }
   EXPECT_DOUBLE_EQ(best_trial, r.optimum);
   EXPECT_EQ(r.summary[0].budgets, (std::vector<int>{10, 40, 80}));
@@ -93,8 +94,11 @@ TEST(Compare, ExactOptimumGridReachesItAndReportIsWritten) {
     EXPECT_TRUE(std::filesystem::exists(dir / f)) << f;
   std::ifstream csv(dir / "trials.csv");
   std::size_t lines = 0;
+  std::string head;
+  std::getline(csv, head);
+  EXPECT_TRUE(head.size() >= 12 && head.compare(head.size() - 12, 12, ",proposed_as") == 0) << head;
   for (std::string l; std::getline(csv, l);) ++lines;
-  EXPECT_EQ(lines, 1u + r.trials.size());
+  EXPECT_EQ(lines, r.trials.size());
   if (warning.empty()) {  // gnuplot is installed by scripts/deps.sh
     EXPECT_GT(std::filesystem::file_size(dir / "best_so_far.png"), 5000u);
     EXPECT_GT(std::filesystem::file_size(dir / "evals_to_95.png"), 5000u);
