@@ -26,6 +26,9 @@
 //    points with its own posterior mean as their value (hyperparameters
 //    unchanged), which flattens EI around them; a pending point also counts as
 //    feasible evidence for nothing (the feasibility model sees outcomes only).
+//    A candidate at an end of a long range that a pending proposal holds is
+//    weighed by kRangeEndWeight (range_end_penalty()): one wave does not
+//    spend several trials at 0 workers.
 //  - Polish (polish()): in the last third of a known trial budget, once the
 //    best candidate anywhere promises little and is itself safe, a trial
 //    goes to the answer's best untried neighbour along a knob that grows
@@ -208,7 +211,7 @@ class BoStrategy final : public StrategyBase {
         const std::size_t i = order[j];
         p[i] = pf[static_cast<Eigen::Index>(j - done)];
         if (p[i] >= kMinFeasible) {
-          s[i] = acquisition(lei[i], p[i], weight) + range_end_penalty(*cs[order[j]]);
+          s[i] = acquisition(lei[i], p[i], weight) + range_end_penalty(*cs[i]);
           best_plausible = std::max(best_plausible, s[i]);
         }
       }
@@ -413,16 +416,21 @@ class BoStrategy final : public StrategyBase {
     return std::nullopt;
   }
 
-  // The ordered knobs (3 values or more) at an end of their range in c:
-  // {knob, at the high end}.
+  // Whether value k of ordered knob d is its range's low end (-1), high end
+  // (+1) or inside it (0).
+  int range_end(std::size_t d, int k) const {
+    const double at = m_space.position(d, k);
+    return at < 1e-9 ? -1 : at > 1.0 - 1e-9 ? 1 : 0;
+  }
+
+  // The ordered knobs (min_values values or more) at an end of their range
+  // in c: {knob, at the high end}.
   std::vector<std::pair<std::size_t, bool>> range_ends(const Config& c, std::size_t min_values = 3) const {
     std::vector<std::pair<std::size_t, bool>> out;
     for (std::size_t d = 0; d < m_space.dims(); ++d) {
       const Parameter& param = m_space.param(d);
       if (param.scale == Scale::categorical || param.values.size() < min_values) continue;
-      const double at = m_space.position(d, c[d]);
-      if (at < 1e-9) out.emplace_back(d, false);
-      else if (at > 1.0 - 1e-9) out.emplace_back(d, true);
+      if (const int end = range_end(d, c[d]); end != 0) out.emplace_back(d, end > 0);
     }
     return out;
   }
@@ -451,10 +459,8 @@ class BoStrategy final : public StrategyBase {
   // unchanged.
   double range_end_penalty(const Config& c) const {
     double out = 0;
-    for (const auto& [d, high] : m_pending_ends) {
-      const double at = m_space.position(d, c[d]);
-      if (high ? at > 1.0 - 1e-9 : at < 1e-9) out += std::log(kRangeEndWeight);
-    }
+    for (const auto& [d, high] : m_pending_ends)
+      if (range_end(d, c[d]) == (high ? 1 : -1)) out += std::log(kRangeEndWeight);
     return out;
   }
 

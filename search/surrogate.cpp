@@ -210,8 +210,6 @@ bool Surrogate::fit(const std::vector<const Observation*>& ok, Rng& rng) {
   return fit_parts(rng, fo);
 }
 
-double acquisition(double log_ei, double p_fits) { return acquisition(log_ei, p_fits, kFeasibleWeight); }
-
 double acquisition(double log_ei, double p_fits, double feasible_weight) {
   return log_ei + feasible_weight * std::log(std::max(p_fits, 1e-12));
 }

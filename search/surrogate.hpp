@@ -91,10 +91,8 @@ std::optional<double> busy_share(const Outcome& o);
 inline constexpr double kFeasibleWeight = 2.0;
 // Except in bo's last trials of a budget (search/bo_strategy.cpp, final_trials()).
 
-// log(EI x P(fits)^kFeasibleWeight) from a candidate's log EI and P(fits)
+// log(EI x P(fits)^feasible_weight) from a candidate's log EI and P(fits)
 // (P floored at 1e-12).
-double acquisition(double log_ei, double p_fits);
-// log(EI x P(fits)^feasible_weight).
-double acquisition(double log_ei, double p_fits, double feasible_weight);
+double acquisition(double log_ei, double p_fits, double feasible_weight = kFeasibleWeight);
 
 }  // namespace autotune
