@@ -2,7 +2,8 @@
 # Issue 12's comparison: bo, anneal and random against Optuna's TPE
 # (multivariate) and GPSampler on the failure-heavy landscapes of
 # bench/failure_landscapes.hpp, 40 seeds, budgets 15 and 30, and the table
-# in bench/results/failure_peers.md. Needs build/bench/bench_failure_efficiency
+# in bench/results/failure_peers.md (and bo where trials report their busy
+# share, which Optuna cannot read). Needs build/bench/bench_failure_efficiency
 # and a venv with Optuna (for the benchmark only; the product does not use it):
 #   /usr/bin/python3 -m venv --system-site-packages build/venv   # Debian's torch and numpy
 #   build/venv/bin/pip install "optuna==4.6.*" "scipy==1.11.4"  # scipy to match Debian's numpy 1.24
@@ -20,6 +21,10 @@ trap 'rm -rf "$tables"' EXIT
 build/bench/bench_failure_efficiency --export "$tables"
 build/bench/bench_failure_efficiency --seeds "$seeds" --budgets 15,30 --strategies bo,anneal,random \
   --runs "$out/ours.csv" | tee "$out/ours.txt"
+# bo where the trials report their busy share (the harness and autotune_trial
+# do; Optuna cannot read it): a row of its own.
+build/bench/bench_failure_efficiency --seeds "$seeds" --budgets 15,30 --strategies bo --busy \
+  --runs "$out/ours_busy.csv" > /dev/null
 for s in tpe gp; do
   [ -s "$out/optuna_$s.csv" ] && continue
   build/venv/bin/python bench/optuna_peers.py "$tables" --sampler "$s" --seeds "$seeds" --header \
@@ -38,6 +43,10 @@ done
   echo "but not the limits; Optuna gets each failure as a constraint violation."
   echo
   python3 bench/summarize_failure.py "$out/ours.csv" "$out/optuna_tpe.csv" "$out/optuna_gp.csv"
+  echo
+  echo "bo with busy shares (ours_busy.csv):"
+  echo
+  python3 bench/summarize_failure.py "$out/ours_busy.csv"
   echo
   grep "configurations fail" "$out/ours.txt" | sed 's/^/    /'
 } > bench/results/failure_peers.md
