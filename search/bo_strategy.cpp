@@ -23,8 +23,9 @@
 //    The last kFinalTrials trials of a known budget weigh P(feasible) once
 //    (final_trials()): what a last trial is worth is EI x P exactly.
 //  - Pending proposals: Kriging believer — the GP is conditioned on pending
-//    points with its own posterior mean as their value (hyperparameters
-//    unchanged), which flattens EI around them; a pending point also counts as
+//    points with its own posterior mean less one sd as their value
+//    (kPendingSdsUnder; hyperparameters unchanged), which flattens EI
+//    around them; a pending point also counts as
 //    feasible evidence for nothing (the feasibility model sees outcomes only).
 //    A candidate at an end of a long range that a pending proposal holds is
 //    weighed by kRangeEndWeight (range_end_penalty()): one wave does not

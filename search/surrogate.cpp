@@ -140,12 +140,12 @@ Eigen::VectorXd Surrogate::mean_at_data() const {
 Surrogate Surrogate::with_believed(const Eigen::MatrixXd& xp) const {
   Surrogate s = *this;
   if (m_split) {
-    s.m_compute = m_compute.with_believed(xp);
+    s.m_compute = m_compute.with_believed(xp, kPendingSdsUnder);
     Eigen::VectorXd mc, vc;
     m_compute.predict(xp, mc, vc);
-    s.m_busy = m_busy.with_believed(with_rate(xp, mc));
+    s.m_busy = m_busy.with_believed(with_rate(xp, mc), kPendingSdsUnder);
   } else {
-    s.m_gp = m_gp.with_believed(xp);
+    s.m_gp = m_gp.with_believed(xp, kPendingSdsUnder);
   }
   return s;
 }

@@ -383,11 +383,12 @@ Eigen::VectorXd GaussianProcess::mean_at_data() const {
   return mean;
 }
 
-GaussianProcess GaussianProcess::with_believed(const Eigen::MatrixXd& xp) const {
+GaussianProcess GaussianProcess::with_believed(const Eigen::MatrixXd& xp, double sds_under) const {
   GaussianProcess out = *this;
   if (xp.rows() == 0 || !m_ready) return out;
   Eigen::VectorXd mp, vp;
   predict(xp, mp, vp);
+  if (sds_under != 0.0) mp -= sds_under * vp.cwiseMax(0.0).cwiseSqrt();
   Eigen::MatrixXd x(m_x.rows() + xp.rows(), m_x.cols());
   x << m_x, xp;
   Eigen::VectorXd y(m_y.size() + mp.size());

@@ -88,8 +88,9 @@ class GaussianProcess {
   Eigen::VectorXd mean_at_data() const;
 
   // Kriging believer: a copy conditioned on extra points whose targets are
-  // this model's posterior means there; hyperparameters unchanged.
-  GaussianProcess with_believed(const Eigen::MatrixXd& xp) const;
+  // this model's posterior means there, less sds_under latent standard
+  // deviations (0: the mean itself); hyperparameters unchanged.
+  GaussianProcess with_believed(const Eigen::MatrixXd& xp, double sds_under = 0.0) const;
 
   const std::vector<std::string>& warnings() const { return m_warnings; }
 

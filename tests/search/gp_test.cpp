@@ -230,5 +230,32 @@ TEST(ExpectedImprovement, IsNonNegativeAndLogIsConsistent) {
   EXPECT_EQ(expected_improvement(2.0, 0.0, 1.0), 1.0);
 }
 
+// A pending point is believed sds_under latent sds under the posterior mean
+// there: the believer's mean at it drops by about that much when the point
+// is far from the data (its latent variance dwarfs the noise), and by nothing
+// with sds_under 0; either way the spread there shrinks (hyperparameters
+// unchanged) and the data keep their means.
+TEST(GaussianProcess, BelieverTakesPendingPointsTheGivenSdsUnderTheirMean) {
+  std::mt19937_64 rng(3);
+  auto gp = make_gp();
+  const Eigen::MatrixXd x = points(12, rng);
+  gp.set_data(x, f(x));
+  ASSERT_TRUE(gp.fit(rng));
+  Eigen::MatrixXd xp = Eigen::MatrixXd::Zero(1, 6);
+  xp << 2.5, -1.5, 2.5, 0, 1, 0;  // far outside the data's [0,1] cube
+  Eigen::VectorXd m0, v0;
+  gp.predict(xp, m0, v0);
+  const double sd = std::sqrt(v0[0]);
+  ASSERT_GT(sd, 0.1);
+  for (double under : {0.0, 1.0, 2.0}) {
+    const GaussianProcess b = gp.with_believed(xp, under);
+    Eigen::VectorXd m1, v1;
+    b.predict(xp, m1, v1);
+    EXPECT_NEAR(m1[0], m0[0] - under * sd, 0.1 * sd + 1e-9) << under;
+    EXPECT_LT(v1[0], 0.1 * v0[0]) << under;
+    EXPECT_LT((b.mean_at_data().head(x.rows()) - gp.mean_at_data()).cwiseAbs().maxCoeff(), 0.05 * sd) << under;
+  }
+}
+
 }  // namespace
 }  // namespace autotune::gp
