@@ -94,8 +94,11 @@ std::optional<double> busy_share(const Outcome& o);
 // +- 0.007); @30 p10 0.905 -> 0.914 and 0.904 -> 0.917, failed trials
 // after the design per run 1.95 -> 1.79 and 2.20 -> 1.84. Half an sd:
 // @15 0.847 and 0.827 (mean); two: 0.835 and 0.807; the mean plus one sd
-// (an optimist): 0.773 and 0.769 in median. One slot never has a trial
-// pending: its runs are unchanged.
+// (an optimist): 0.773 and 0.769 in median. 2 slots @15 median: fresh
+// 0.907 -> 0.905, held-out 0.878 -> 0.899; a 12-trial command job with a
+// tight host wall, 2 slots, 20 seeds: mean 0.835 -> 0.816, mostly one path
+// shared by 9 seeds (bench/results/failure_parallel.txt). One slot never
+// has a trial pending: its runs are unchanged.
 inline constexpr double kPendingSdsUnder = 1.0;
 
 // The acquisition is EI x P(feasible)^2. With num_workers read by its log
