@@ -124,7 +124,6 @@ CompareResult run_compare(const SearchSpace& space, Workload& workload, Executor
         std::optional<Config> c;
         if (!(options.until_converged && strategy->converged())) c = strategy->ask();
         const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-        const std::string proposed_as(c ? strategy->proposed_as() : std::string_view());
         CompareTrial row;
         row.strategy = name;
         row.repeat = rep;
@@ -157,7 +156,7 @@ CompareResult run_compare(const SearchSpace& space, Workload& workload, Executor
         row.elapsed_s = elapsed;
         row.raced = was_raced(o);
         row.config = space.to_assignment(*c).describe();
-        row.proposed_as = proposed_as;
+        row.proposed_as = strategy->proposed_as();  // tell() leaves what the last ask() proposed
         if (o.ok())
           if (auto it = truth.find(*c); it != truth.end()) row.trial_true = it->second;
         study.settle_answer(strategy->recommend());
