@@ -9,7 +9,11 @@
 // precision and accumulation move it) and the share of the time it did not
 // wait (the loader's knobs move it, up to 1; its GP also reads the compute
 // rate, since a faster step waits longer on the same loader), one GP each,
-// their sum the prediction of log T. Failures are not in it: they feed the
+// their sum the prediction of log T. Where every busy share is a measured
+// data wait (compute_busy or data_wait_fraction) and two trials or more
+// waited for data, T is read instead as the smaller of the compute's rate
+// and the loader's (its GP on the trials that waited; search/surrogate.cpp
+// kWaitedBusy). Failures are not in it: they feed the
 // FeasibilityModel, whose P(fits) the acquisition weighs (SEARCH-NOTES).
 #include <optional>
 #include <utility>
@@ -46,7 +50,9 @@ class Surrogate {
 
   // Log-throughput at x's rows (mean, latent variance), from the model
   // fitted last: the GP on log-throughput, or when split the compute rate's
-  // GP plus the busy share's (capped at 0).
+  // GP plus the busy share's (capped at 0), or the smaller of the compute
+  // rate and the loader's rate (its mean and variance as Clark's for the
+  // minimum of two normals).
   void predict(const Eigen::MatrixXd& x, Eigen::VectorXd& mean, Eigen::VectorXd& var) const;
   Eigen::VectorXd mean_at_data() const;
   // A copy whose GPs believe xp's rows (pending trials) come in
@@ -55,8 +61,10 @@ class Surrogate {
   bool ready() const;
   // The data as set, hyperparameters by the GPs' default options.
   bool fit_default(Rng& rng);
-  // Whether the last fit split the throughput into its two factors.
+  // Whether the last fit split the throughput into its two factors, and
+  // whether it read it as the smaller of the compute's and the loader's rate.
   bool split() const { return m_split; }
+  bool loader_min() const { return m_min; }
 
  private:
   const SearchSpace* m_space;
@@ -67,6 +75,16 @@ class Surrogate {
   // never to wait for data) and log b, each by its own GP.
   gp::GaussianProcess m_compute, m_busy;
   bool m_have_busy = false, m_split = false;
+  // Where every busy share is a measured data wait (compute_busy or
+  // data_wait_fraction): the loader's rate, log T at the trials that waited
+  // for data, and T = min(compute rate, loader rate) (m_min). The data as
+  // set (columns, log T, noise scales, log busy share), which the loader's
+  // fit picks its rows from.
+  gp::GaussianProcess m_loader;
+  bool m_have_wait = false, m_min = false;
+  Eigen::MatrixXd m_x;
+  Eigen::VectorXd m_y, m_scale, m_busy_y;
+  bool fit_loader(Rng& rng, const gp::FitOptions& fo);
   // The busy share's GP also reads the compute rate (its log, scaled to
   // [0,1] over the measured rates): a faster step waits longer on the same
   // loader. At the data it reads the measured rate, at a candidate the

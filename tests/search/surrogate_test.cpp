@@ -32,11 +32,16 @@ SearchSpace pipeline_space() {
   return SearchSpace({{"batch_size", batch, Scale::log}, {"num_workers", workers, Scale::linear}});
 }
 
-std::vector<Observation> measured(const std::vector<Config>& at, bool with_busy) {
+// The trials at `at`, each reporting its busy share (when with_busy) as a
+// measured data wait (data_wait_fraction) or as a card's utilisation
+// (gpu_busy).
+std::vector<Observation> measured(const std::vector<Config>& at, bool with_busy, bool as_utilisation = false) {
   std::vector<Observation> obs;
   for (const auto& c : at) {
     Outcome o = Outcome::success(throughput(c[0], c[1]));
-    if (with_busy) o.metrics["data_wait_fraction"] = 1.0 - o.throughput / compute_rate(c[0]);
+    const double busy = o.throughput / compute_rate(c[0]);
+    if (with_busy && as_utilisation) o.metrics["gpu_busy"] = busy;
+    if (with_busy && !as_utilisation) o.metrics["data_wait_fraction"] = 1.0 - busy;
     obs.push_back({c, o});
   }
   return obs;
@@ -68,7 +73,12 @@ double predicted(const Surrogate& s, const Config& c) {
 // without the shares, predicts the small batch's 1333/s; the split
 // predicts 2152/s, its busy share learned additively while the loader's
 // and the compute's rates meet in a min (so not all of it). Asserted: the
-// split's log error under half the plain one's.
+// split's log error under half the plain one's. The shares are reported as
+// a card's utilisation (gpu_busy), which keeps the split: as measured data
+// waits they are read as the smaller of the compute's and the loader's
+// rates, and the loader, seen waiting at 1 worker only, is known at 8
+// workers only as at least the 1333/s it kept up with there (that reading
+// predicts 1410/s here; its limit, left to the trials that follow).
 TEST(Surrogate, ReadsTheThroughputAsComputeRateTimesBusyShareWhereTrialsReportIt) {
   const SearchSpace space = pipeline_space();
   std::vector<Config> at;
@@ -80,7 +90,8 @@ TEST(Surrogate, ReadsTheThroughputAsComputeRateTimesBusyShareWhereTrialsReportIt
 
   auto fitted = [&](bool with_busy) {
     Surrogate s(space);
-    EXPECT_TRUE(fit(s, measured(at, with_busy), 5));
+    EXPECT_TRUE(fit(s, measured(at, with_busy, true), 5));
+    EXPECT_FALSE(s.loader_min());
     return std::make_pair(s.split(), predicted(s, corner));
   };
   const auto [split, with_busy] = fitted(true);
@@ -179,6 +190,65 @@ TEST(Surrogate, AFasterComputeDoesNotSpeedALoaderBoundPipeline) {
   const Config here{0, 1, 1};
   const double p = predicted(s, here), truth = tput(here);
   EXPECT_LT(std::abs(std::log(p / truth)), std::log(1.25)) << "predicted " << p << ", truth " << truth;
+}
+
+// Where every trial's busy share is a measured data wait, T is read as the
+// slower of the compute's rate and the loader's, the loader learnt from the
+// trials that waited for it. A trial whose loader kept up says only that
+// the loader was at least as fast as its T; it must not read slower there.
+// A pipeline of three knobs: the compute's rate moves with the batch and
+// the precision, the loader's with the workers and the batch. Twenty
+// designs of 14 trials drawn at random (seeded) from its 144
+// configurations: at every trial that kept up (78 of them), the model's
+// mean over 0.85 of the measured T (0.907 at the least; with the loader fitted
+// to the waiting trials alone, 16 of them read under, down to 0.66).
+TEST(Surrogate, ATrialWhoseLoaderKeptUpDoesNotReadSlowerThanItRan) {
+  std::vector<Value> batch, workers;
+  for (std::int64_t b = 0; b < 6; ++b) batch.emplace_back(std::int64_t{16} << b);
+  for (std::int64_t w = 0; w < 12; ++w) workers.emplace_back(w);
+  const SearchSpace space({{"batch_size", batch, Scale::log},
+                           {"precision", {Value{std::string("fp32")}, Value{std::string("fp16")}}, Scale::categorical},
+                           {"num_workers", workers, Scale::linear}});
+  auto rate = [](const Config& c) { return 3000.0 * (c[0] + 1) / (c[0] + 2) * (c[1] == 1 ? 2.2 : 1.0); };
+  auto loader = [](const Config& c) { return 420.0 * (c[2] + 0.5) * (1.0 - 0.5 / (c[0] + 1)); };
+  const auto all = space.enumerate();
+  std::mt19937_64 rng(11);
+  int kept_up = 0;
+  for (int design = 0; design < 20; ++design) {
+    std::vector<Config> at = *all;
+    std::shuffle(at.begin(), at.end(), rng);
+    at.resize(14);
+    std::vector<Observation> obs;
+    for (const Config& c : at) {
+      Outcome o = Outcome::success(std::min(rate(c), loader(c)));
+      o.metrics["data_wait_fraction"] = 1.0 - o.throughput / rate(c);
+      obs.push_back({c, o});
+    }
+    Surrogate s(space);
+    ASSERT_TRUE(fit(s, obs, 5));
+    ASSERT_TRUE(s.loader_min()) << "design " << design;
+    for (const auto& o : obs) {
+      if (o.outcome.metrics.at("data_wait_fraction") > 0.1) continue;
+      ++kept_up;
+      const double p = predicted(s, o.config);
+      EXPECT_GT(p, 0.85 * o.outcome.throughput) << "design " << design << ": measured " << o.outcome.throughput << " predicted " << p;
+    }
+  }
+  EXPECT_GT(kept_up, 60);
+}
+
+// With fewer than two trials that waited for data there is no loader to
+// learn: the split reads them.
+TEST(Surrogate, NeedsTwoTrialsThatWaitedForDataToLearnTheLoader) {
+  const SearchSpace space = pipeline_space();
+  auto fitted = [&](const std::vector<Config>& at) {
+    Surrogate s(space);
+    EXPECT_TRUE(fit(s, measured(at, true), 3));
+    return s.loader_min();
+  };
+  // Loader-bound: 1 worker at any batch, 2 workers from batch 2 on.
+  EXPECT_FALSE(fitted({{0, 8}, {2, 8}, {4, 8}, {1, 6}, {3, 1}}));
+  EXPECT_TRUE(fitted({{0, 8}, {2, 8}, {4, 8}, {1, 6}, {3, 1}, {4, 2}}));
 }
 
 }  // namespace
