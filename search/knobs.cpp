@@ -24,9 +24,9 @@ const std::vector<KnobInfo>& knob_table() {
       {"pin_memory", MemoryUse::host, "", 3, "page-locked staging buffers", KnobDomain::boolean,
        "page-locked staging buffers or not"},
       {"precision", MemoryUse::device, "", 4, "fp32 >= tf32 >= fp16 = bf16; a card may lack one",
-       KnobDomain::precision, "the training precision"},
+       KnobDomain::precision, "the training precision", 0.0, 0, true},
       {"grad_accum", MemoryUse::none, "", 5, "repeats the same micro-batch", KnobDomain::count,
-       "micro-batches per optimizer step"},
+       "micro-batches per optimizer step", 0.0, 0, true},
   };
   return table;
 }

@@ -42,6 +42,12 @@ struct KnobInfo {
   // parallelism, then the batch, are where a starved pipeline's throughput
   // comes from (search/initial_design.hpp).
   int design_lead = 0;
+  // Moves only the compute's rate, never the loader's: a loader delivers
+  // the same samples per second whatever precision the step computes in
+  // and however many micro-batches it accumulates. The surrogate's GP of
+  // the loader's rate does not read such a knob (search/surrogate.cpp); a
+  // user's own knob is read by it.
+  bool compute_only = false;
 };
 
 // The table, in recipe order.

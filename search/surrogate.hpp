@@ -77,10 +77,14 @@ class Surrogate {
   bool m_have_busy = false, m_split = false;
   // Where every busy share is a measured data wait (compute_busy or
   // data_wait_fraction): the loader's rate, log T at the trials that waited
-  // for data, and T = min(compute rate, loader rate) (m_min). The data as
+  // for data, and T = min(compute rate, loader rate) (m_min); its GP reads
+  // only the columns m_loader_cols names (not those of a knob the knob
+  // table calls compute-only: precision, grad_accum). The data as
   // set (columns, log T, noise scales, log busy share), which the loader's
   // fit picks its rows from.
+  std::vector<Eigen::Index> m_loader_cols;
   gp::GaussianProcess m_loader;
+  Eigen::MatrixXd loader_x(const Eigen::MatrixXd& x) const;
   bool m_have_wait = false, m_min = false;
   Eigen::MatrixXd m_x;
   Eigen::VectorXd m_y, m_scale, m_busy_y;

@@ -74,7 +74,12 @@ TEST(Bo, ReadsPrecisionByRankBesideItsOneHot) {
 // 14 workers with prefetch 8, whatever the precision (a larger batch loads
 // a little faster: 2% a step, so one configuration is the best); the compute
 // runs at least twice as fast, so every trial reports busy < 0.5 (or the
-// share given).
+// share given). The share is reported as a card's utilisation (gpu_busy),
+// so that bo's surrogate reads T as compute rate x busy share: as a
+// measured data wait it is read as the loader's own rate, blind to the
+// precision, and the global search itself then proposes the answer's
+// untried loader step (batch 128, 15 workers, prefetch 8, fp32; checked),
+// which leaves the polish's tests below without their premise.
 struct LoaderBound {
   SearchSpace space;
   LoaderBound()
@@ -94,7 +99,7 @@ struct LoaderBound {
   Outcome measure(const Config& c, std::optional<double> busy) const {
     Outcome o = Outcome::success(loader(c));
     const double compute = 8000.0 * (1 << c[0]) * (c[3] == 1 ? 2.0 : 1.0);
-    o.metrics["compute_busy"] = busy ? *busy : loader(c) / compute;
+    o.metrics["gpu_busy"] = busy ? *busy : loader(c) / compute;
     return o;
   }
 };

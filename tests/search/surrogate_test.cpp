@@ -162,9 +162,12 @@ TEST(Surrogate, NeverPredictsMoreThanTheComputeRate) {
 // the batch, the longer it waited); fp16 only at 8 workers. At fp16, batch
 // 64, 1 worker (T = 600/s; its rate, 2500/s, is batch 512's in fp32), a
 // busy share blind to the rate keeps batch 64's 0.6 there and says 0.6 x
-// 2500 = 1500/s; read by the rate, what the batches showed carries to the
-// precision. Asserted: within 25% of 600/s (2.4x it without the rate
-// column, checked).
+// 2500 = 1500/s. The shares are measured data waits, so T is read as the
+// smaller of the compute's rate and the loader's, and the loader's GP does
+// not read the precision (the knob table: compute only): what fp32 showed
+// of the loader at 1 worker holds for fp16. Asserted: within 2% of 600/s
+// (629/s with the loader's GP reading the precision; 2.4x it with the split
+// into rate x busy share and its GP blind to the rate, checked).
 TEST(Surrogate, AFasterComputeDoesNotSpeedALoaderBoundPipeline) {
   std::vector<Value> workers;
   for (std::int64_t i = 0; i <= 8; ++i) workers.emplace_back(i);
@@ -189,7 +192,7 @@ TEST(Surrogate, AFasterComputeDoesNotSpeedALoaderBoundPipeline) {
   ASSERT_TRUE(s.split());
   const Config here{0, 1, 1};
   const double p = predicted(s, here), truth = tput(here);
-  EXPECT_LT(std::abs(std::log(p / truth)), std::log(1.25)) << "predicted " << p << ", truth " << truth;
+  EXPECT_LT(std::abs(std::log(p / truth)), std::log(1.02)) << "predicted " << p << ", truth " << truth;
 }
 
 // Where every trial's busy share is a measured data wait, T is read as the
