@@ -133,13 +133,14 @@ std::vector<int> busy_groups(const SearchSpace& s, const std::optional<std::pair
 // 0.904 -> 0.967 / 0.782 / 0.923; @30 fresh 1.000 / 0.985 / 0.993 -> 1.000
 // / 0.985 / 0.989, held-out 1.000 / 0.961 / 0.987 -> 1.000 / 0.963 / 0.984
 // (more runs stuck at 30: under 0.85 of the optimum 6 -> 11 of 1080, five
-// of them vram-wall runs that spend 20 trials on workers and prefetch at
-// one compute-bound batch and precision, pinning untried, at 0.801). Blind to precision
-// alone: @15 0.954 / 0.816 / 0.931 and 0.960 / 0.766 / 0.912, @30 1.000 /
-// 0.977 / 0.991 and 1.000 / 0.963 / 0.986. The cpu default (issue 15's settings, 3 x 60 seeds: its
-// accumulation is 1 or 2) final median 0.9925 / 0.9853 / 0.9925 -> 0.9925
-// each, confirmed median 0.9925 each -> 0.9941 / 0.9941 / 0.9933, seconds
-// to 98% 11.0 / 11.9 / 11.5 -> 10.5 / 10.7 / 10.6.
+// of them vram-wall runs that spend 17 trials on workers and prefetch at
+// one compute-bound batch and precision, pinning untried, at 0.801). Blind
+// to precision alone: @15 0.954 / 0.816 / 0.931 and 0.960 / 0.766 / 0.912,
+// @30 1.000 / 0.977 / 0.991 and 1.000 / 0.963 / 0.986. The cpu default
+// (issue 15's settings, 3 x 60 seeds: its accumulation is 1 or 2) final
+// median 0.9925 / 0.9853 / 0.9925 -> 0.9925 each, confirmed median 0.9925
+// each -> 0.9941 / 0.9941 / 0.9933, seconds to 98% 11.0 / 11.9 / 11.5 ->
+// 10.5 / 10.7 / 10.6.
 std::vector<Eigen::Index> loader_columns(const SearchSpace& s, const std::optional<std::pair<std::size_t, std::vector<double>>>& rank) {
   const std::vector<int> g = column_groups(s, rank);
   std::vector<Eigen::Index> out;
@@ -262,16 +263,17 @@ Eigen::VectorXd Surrogate::mean_at_data() const {
 
 Surrogate Surrogate::with_believed(const Eigen::MatrixXd& xp) const {
   Surrogate s = *this;
-  if (m_split && m_min) {
-    s.m_compute = m_compute.with_believed(xp, kPendingSdsUnder);
+  if (!m_split) {
+    s.m_gp = m_gp.with_believed(xp, kPendingSdsUnder);
+    return s;
+  }
+  s.m_compute = m_compute.with_believed(xp, kPendingSdsUnder);
+  if (m_min) {
     s.m_loader = m_loader.with_believed(loader_x(xp), kPendingSdsUnder);
-  } else if (m_split) {
-    s.m_compute = m_compute.with_believed(xp, kPendingSdsUnder);
+  } else {
     Eigen::VectorXd mc, vc;
     m_compute.predict(xp, mc, vc);
     s.m_busy = m_busy.with_believed(with_rate(xp, mc), kPendingSdsUnder);
-  } else {
-    s.m_gp = m_gp.with_believed(xp, kPendingSdsUnder);
   }
   return s;
 }
@@ -283,9 +285,10 @@ bool Surrogate::ready() const {
 
 // The loader's rate (m_loader): log T at the trials that waited for data
 // (busy share under kWaitedBusy), where the loader set the pace; a trial
-// that kept up says only that its loader was at least as fast as T, so it
-// joins the data at its measured T where the fit on the waiting trials
-// alone puts its loader under that, the least its loader can have done.
+// that kept up says only that its loader was at least as fast as T, so
+// where the fit on the waiting trials alone puts its loader under T it
+// joins the data at that fit's mean above T (mean_above), and the loader's
+// GP is fitted again.
 bool Surrogate::fit_loader(Rng& rng, const gp::FitOptions& fo) {
   std::vector<Eigen::Index> waited, kept_up;
   for (Eigen::Index i = 0; i < m_y.size(); ++i) (std::exp(m_busy_y[i]) < kWaitedBusy ? waited : kept_up).push_back(i);
