@@ -225,6 +225,9 @@ class BoStrategy final : public StrategyBase {
     model.predict(x, mean, var);
     const std::size_t n = cs.size();
     std::vector<double> lei(n), s(n, kNegInf), p(n, -1.0);
+    auto score = [&](std::size_t i) {
+      return acquisition(lei[i], p[i], weight) + range_end_penalty(*cs[i]) + untried_top_penalty(*cs[i], weight);
+    };
     for (std::size_t i = 0; i < n; ++i) {
       const auto k = static_cast<Eigen::Index>(i);
       lei[i] = gp::log_expected_improvement(mean[k], std::sqrt(var[k]), best);
@@ -244,15 +247,14 @@ class BoStrategy final : public StrategyBase {
         const std::size_t i = order[j];
         p[i] = pf[static_cast<Eigen::Index>(j - done)];
         if (p[i] >= kMinFeasible) {
-          s[i] = acquisition(lei[i], p[i], weight) + range_end_penalty(*cs[i]) + untried_top_penalty(*cs[i], weight);
+          s[i] = score(i);
           best_plausible = std::max(best_plausible, s[i]);
         }
       }
       done = end;
     }
     if (best_plausible == kNegInf)  // nothing plausible anywhere: rank by the product alone
-      for (std::size_t i = 0; i < n; ++i)
-        s[i] = acquisition(lei[i], p[i], weight) + range_end_penalty(*cs[i]) + untried_top_penalty(*cs[i], weight);
+      for (std::size_t i = 0; i < n; ++i) s[i] = score(i);
     return s;
   }
 

@@ -234,13 +234,19 @@ Surrogate::Surrogate(const SearchSpace& space)
 // their seed-to-seed spread, 1.3% slower in the geometric mean of eight
 // runs (balanced 46.0 -> 43.9 and 34.1 -> 38.2; memory_tight 59.6 -> 61.0
 // and 61.6 -> 66.2, its final median 1.000 -> 0.994 and 1.000).
-std::optional<double> busy_share(const Outcome& o) {
+std::optional<BusyReading> busy_reading(const Outcome& o) {
   std::optional<double> b = o.metric("compute_busy");
   if (!b)
     if (auto w = o.metric("data_wait_fraction")) b = 1.0 - *w;
+  const bool data_wait = b.has_value();
   if (!b) b = o.metric("gpu_busy");
-  if (b && !std::isfinite(*b)) return std::nullopt;  // a job's NaN is no share
-  return b;
+  if (!b || !std::isfinite(*b)) return std::nullopt;  // a job's NaN is no share
+  return BusyReading{*b, data_wait};
+}
+
+std::optional<double> busy_share(const Outcome& o) {
+  if (auto r = busy_reading(o)) return r->share;
+  return std::nullopt;
 }
 
 // The rate column is rounded to 1/256 of the measured span (far under the
@@ -377,10 +383,10 @@ void Surrogate::set_data(const std::vector<const Observation*>& ok) {
     x.row(i) = columns(o.config).transpose();
     y[i] = std::log(o.outcome.throughput);
     scale[i] = o.outcome.raced() ? kRacedNoiseScale : 1.0;
-    const auto b = busy_share(o.outcome);
+    const auto b = busy_reading(o.outcome);
     m_have_busy = m_have_busy && b.has_value();
-    m_have_wait = m_have_wait && (o.outcome.metric("compute_busy") || o.outcome.metric("data_wait_fraction"));
-    yb[i] = std::log(std::clamp(b.value_or(1.0), 0.01, 1.0));
+    m_have_wait = m_have_wait && b && b->data_wait;
+    yb[i] = std::log(std::clamp(b ? b->share : 1.0, 0.01, 1.0));
   }
   m_gp.set_data(x, y);
   m_gp.set_noise_scale(scale);
