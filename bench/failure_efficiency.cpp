@@ -12,7 +12,7 @@
 // Usage: bench_failure_efficiency [--seeds 40] [--strategies bo,anneal,random]
 //          [--budgets 15,30] [--landscapes a,b] [--parallel 1] [--limits]
 //          [--no-memory-metrics] [--runs FILE.csv] [--export DIR] [--trace]
-//          [--first-seed 0] [--random N] [--busy]
+//          [--first-seed 0] [--random N] [--busy] [--free-failures]
 // --random N: instead of the named landscapes, N drawn at random from the
 // same model (random_failure_landscapes: held out from any choice of method).
 // Trials report vram_bytes and ram_bytes (as the runner and the harness do)
@@ -21,6 +21,12 @@
 // --busy: each ok trial also reports compute_busy (1 - its data wait, with
 // the throughput's noise), as the cpu and cuda harnesses and autotune_trial
 // do, so that bo's surrogate reads throughput as compute rate x busy share.
+// --free-failures: a failed trial does not count against the budget (a run
+// ends after `budget` ok trials, or 3 x budget asks): what a strategy would
+// reach if walls cost nothing, so the share of its short-fall that failures
+// cause (the rest is the search itself). The strategy is still told the
+// budget, so its last-trials rules start as they would. The CSV's tool
+// column gets "/free".
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -73,7 +79,7 @@ int main(int argc, char** argv) {
   std::vector<std::string> only;
   int parallel = 1;
   int first_seed = 0;  // seeds first_seed .. first_seed + seeds - 1 (a fresh set for a check)
-  bool limits = false, metrics = true, trace = false, busy = false;
+  bool limits = false, metrics = true, trace = false, busy = false, free_failures = false;
   std::string runs_path, export_dir;
   int random_landscapes = 0;
   for (int i = 1; i < argc; ++i) {
@@ -89,6 +95,7 @@ int main(int argc, char** argv) {
     else if (a == "--limits") limits = true;
     else if (a == "--no-memory-metrics") metrics = false;
     else if (a == "--busy") busy = true;
+    else if (a == "--free-failures") free_failures = true;
     else if (a == "--runs" && more) runs_path = argv[++i];
     else if (a == "--export" && more) export_dir = argv[++i];
     else if (a == "--trace") trace = true;
@@ -114,9 +121,10 @@ int main(int argc, char** argv) {
     runs.open(runs_path);
     runs << "landscape,tool,budget,seed,fraction,failed,failed_after_design,ms_per_ask\n";
   }
-  std::printf("machine: %s, %u hardware threads; %d seeds; parallel %d; memory metrics %s; limits %s\n",
+  std::printf("machine: %s, %u hardware threads; %d seeds; parallel %d; memory metrics %s; limits %s%s\n",
               bench::cpu_model().c_str(), std::thread::hardware_concurrency(), seeds, parallel,
-              metrics ? "reported" : "withheld", limits ? "given" : "withheld");
+              metrics ? "reported" : "withheld", limits ? "given" : "withheld",
+              free_failures ? "; failed trials free (not counted in the budget)" : "");
   std::printf("%-13s %7s %-9s %6s %7s %7s %7s %7s %9s %8s\n", "landscape", "configs", "strategy", "budget", "median",
               "p10", "min", "failed", "fail>1/3", "ms/ask");
   for (const auto& land : landscapes) {
@@ -170,7 +178,7 @@ int main(int argc, char** argv) {
                             space.to_assignment(c).describe().c_str());
               }
               strategy->tell(c, o);
-              ++t;
+              if (o.ok() || !free_failures || run_asks >= 3 * budget) ++t;
             }
           }
           const auto rec = strategy->recommend();
@@ -185,7 +193,7 @@ int main(int argc, char** argv) {
           if (trace)
             std::printf("  seed %d recommends %.3f %s\n", seed, f, rec ? space.to_assignment(*rec).describe().c_str() : "-");
           if (runs.is_open())
-            runs << land.name << ',' << name << (parallel > 1 ? "/p" + std::to_string(parallel) : "") << ','
+            runs << land.name << ',' << name << (parallel > 1 ? "/p" + std::to_string(parallel) : "") << (free_failures ? "/free" : "") << ','
                  << budget << ',' << seed << ',' << f << ',' << run_failed << ',' << run_late << ','
                  << run_ms / std::max(1, run_asks) << '\n';
         }
