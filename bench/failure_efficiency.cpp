@@ -6,8 +6,9 @@
 // trials (in waves of --parallel asks before their tells), score recommend()'s
 // TRUE throughput as a fraction of the exhaustive optimum (0 when it
 // recommends nothing or something that fails). Prints median, 10th percentile
-// and minimum over seeds, failed trials, failed trials after the first third
-// of the budget (the initial design), and the mean time per ask.
+// and minimum over seeds, the share of the trials run that failed, the same
+// share after the first third of the budget (the initial design), and the
+// mean time per ask.
 //
 // Usage: bench_failure_efficiency [--seeds 40] [--strategies bo,anneal,random]
 //          [--budgets 15,30] [--landscapes a,b] [--parallel 1] [--limits]
@@ -140,7 +141,7 @@ int main(int argc, char** argv) {
     for (const auto& name : strategies) {
       for (int budget : budgets) {
         std::vector<double> fraction;
-        double failed = 0, failed_late = 0, late_trials = 0, ask_ms = 0;
+        double failed = 0, failed_late = 0, trials = 0, late_trials = 0, ask_ms = 0;
         int asks = 0;
         for (int seed = first_seed; seed < first_seed + seeds; ++seed) {
           const Limits given = limits ? Limits{land.vram_limit_mb * 1048576.0, land.ram_limit_mb * 1048576.0}
@@ -148,7 +149,7 @@ int main(int argc, char** argv) {
           auto strategy =
               make_strategy(name, strategy_context(space, 1000 + static_cast<std::uint64_t>(seed), budget, {}, given));
           std::mt19937_64 noise(77 + static_cast<std::uint64_t>(seed));
-          int t = 0, run_failed = 0, run_late = 0;
+          int t = 0, run_failed = 0, run_late = 0, run_told = 0, run_told_late = 0;
           double run_ms = 0;
           int run_asks = 0;
           while (t < budget) {
@@ -178,6 +179,8 @@ int main(int argc, char** argv) {
                             space.to_assignment(c).describe().c_str());
               }
               strategy->tell(c, o);
+              ++run_told;
+              if (t >= budget / 3) ++run_told_late;
               if (o.ok() || !free_failures || run_asks >= 3 * budget) ++t;
             }
           }
@@ -187,7 +190,8 @@ int main(int argc, char** argv) {
           fraction.push_back(f);
           failed += run_failed;
           failed_late += run_late;
-          late_trials += budget - budget / 3;
+          trials += run_told;  // the budget, unless the run ended early or failures were free
+          late_trials += run_told_late;
           ask_ms += run_ms;
           asks += run_asks;
           if (trace)
@@ -199,8 +203,8 @@ int main(int argc, char** argv) {
         }
         std::printf("%-13s %7zu %-9s %6d %7.3f %7.3f %7.3f %7.2f %9.3f %8.2f\n", land.name.c_str(), all.size(),
                     name.c_str(), budget, bench::quantile(fraction, 0.5), bench::quantile(fraction, 0.1),
-                    *std::min_element(fraction.begin(), fraction.end()), failed / seeds / budget,
-                    failed_late / late_trials, ask_ms / asks);
+                    *std::min_element(fraction.begin(), fraction.end()), failed / std::max(1.0, trials),
+                    failed_late / std::max(1.0, late_trials), ask_ms / asks);
         std::fflush(stdout);
       }
     }
