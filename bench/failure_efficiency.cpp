@@ -13,7 +13,7 @@
 // Usage: bench_failure_efficiency [--seeds 40] [--strategies bo,anneal,random]
 //          [--budgets 15,30] [--landscapes a,b] [--parallel 1] [--limits]
 //          [--no-memory-metrics] [--runs FILE.csv] [--export DIR] [--trace]
-//          [--first-seed 0] [--random N] [--busy] [--free-failures]
+//          [--first-seed 0] [--random N] [--busy] [--free-failures[=STATUS]]
 // --random N: instead of the named landscapes, N drawn at random from the
 // same model (random_failure_landscapes: held out from any choice of method).
 // Trials report vram_bytes and ram_bytes (as the runner and the harness do)
@@ -27,12 +27,15 @@
 // reach if walls cost nothing, so the share of its short-fall that failures
 // cause (the rest is the search itself). The strategy is still told the
 // budget, so its last-trials rules start as they would. The CSV's tool
-// column gets "/free".
+// column gets "/free". --free-failures=STATUS frees only the failures of
+// that status (error: a precision the card lacks; host_oom; oom), and the
+// column gets "/free-STATUS".
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -81,6 +84,7 @@ int main(int argc, char** argv) {
   int parallel = 1;
   int first_seed = 0;  // seeds first_seed .. first_seed + seeds - 1 (a fresh set for a check)
   bool limits = false, metrics = true, trace = false, busy = false, free_failures = false;
+  std::optional<Status> free_status;  // with --free-failures=STATUS: only these are free
   std::string runs_path, export_dir;
   int random_landscapes = 0;
   for (int i = 1; i < argc; ++i) {
@@ -97,6 +101,15 @@ int main(int argc, char** argv) {
     else if (a == "--no-memory-metrics") metrics = false;
     else if (a == "--busy") busy = true;
     else if (a == "--free-failures") free_failures = true;
+    else if (a.rfind("--free-failures=", 0) == 0) {
+      free_status = parse_status(a.substr(std::string("--free-failures=").size()));
+      if (!free_status || *free_status == Status::ok) {
+        std::fprintf(stderr, "--free-failures=STATUS: expected a failure status (oom, host_oom, error, ...), found '%s'\n",
+                     a.c_str() + 16);
+        return 2;
+      }
+      free_failures = true;
+    }
     else if (a == "--runs" && more) runs_path = argv[++i];
     else if (a == "--export" && more) export_dir = argv[++i];
     else if (a == "--trace") trace = true;
@@ -122,10 +135,14 @@ int main(int argc, char** argv) {
     runs.open(runs_path);
     runs << "landscape,tool,budget,seed,fraction,failed,failed_after_design,ms_per_ask\n";
   }
+  const std::string free_note =
+      !free_failures ? std::string()
+                     : fmt::format("; {} trials free (not counted in the budget)",
+                                   free_status ? std::string(to_string(*free_status)) : std::string("failed"));
   std::printf("machine: %s, %u hardware threads; %d seeds; parallel %d; memory metrics %s; limits %s%s\n",
               bench::cpu_model().c_str(), std::thread::hardware_concurrency(), seeds, parallel,
               metrics ? "reported" : "withheld", limits ? "given" : "withheld",
-              free_failures ? "; failed trials free (not counted in the budget)" : "");
+              free_note.c_str());
   std::printf("%-13s %7s %-9s %6s %7s %7s %7s %7s %9s %8s\n", "landscape", "configs", "strategy", "budget", "median",
               "p10", "min", "failed", "fail>1/3", "ms/ask");
   for (const auto& land : landscapes) {
@@ -181,7 +198,8 @@ int main(int argc, char** argv) {
               strategy->tell(c, o);
               ++run_told;
               if (t >= budget / 3) ++run_told_late;
-              if (o.ok() || !free_failures || run_asks >= 3 * budget) ++t;
+              const bool free = free_failures && !o.ok() && (!free_status || o.status == *free_status);
+              if (!free || run_asks >= 3 * budget) ++t;
             }
           }
           const auto rec = strategy->recommend();
@@ -197,7 +215,7 @@ int main(int argc, char** argv) {
           if (trace)
             std::printf("  seed %d recommends %.3f %s\n", seed, f, rec ? space.to_assignment(*rec).describe().c_str() : "-");
           if (runs.is_open())
-            runs << land.name << ',' << name << (parallel > 1 ? "/p" + std::to_string(parallel) : "") << (free_failures ? "/free" : "") << ','
+            runs << land.name << ',' << name << (parallel > 1 ? "/p" + std::to_string(parallel) : "") << (!free_failures ? std::string() : free_status ? "/free-" + std::string(to_string(*free_status)) : "/free") << ','
                  << budget << ',' << seed << ',' << f << ',' << run_failed << ',' << run_late << ','
                  << run_ms / std::max(1, run_asks) << '\n';
         }
