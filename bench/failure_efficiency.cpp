@@ -37,6 +37,7 @@
 #include <fstream>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -101,11 +102,12 @@ int main(int argc, char** argv) {
     else if (a == "--no-memory-metrics") metrics = false;
     else if (a == "--busy") busy = true;
     else if (a == "--free-failures") free_failures = true;
-    else if (a.rfind("--free-failures=", 0) == 0) {
-      free_status = parse_status(a.substr(std::string("--free-failures=").size()));
+    else if (constexpr std::string_view prefix = "--free-failures="; a.rfind(prefix, 0) == 0) {
+      const std::string named = a.substr(prefix.size());
+      free_status = parse_status(named);
       if (!free_status || *free_status == Status::ok) {
         std::fprintf(stderr, "--free-failures=STATUS: expected a failure status (oom, host_oom, error, ...), found '%s'\n",
-                     a.c_str() + 16);
+                     named.c_str());
         return 2;
       }
       free_failures = true;
@@ -135,10 +137,13 @@ int main(int argc, char** argv) {
     runs.open(runs_path);
     runs << "landscape,tool,budget,seed,fraction,failed,failed_after_design,ms_per_ask\n";
   }
-  const std::string free_note =
-      !free_failures ? std::string()
-                     : fmt::format("; {} trials free (not counted in the budget)",
-                                   free_status ? std::string(to_string(*free_status)) : std::string("failed"));
+  // What is free, named once for the header and the CSV's tool column.
+  const std::string freed = !free_failures ? std::string()
+                            : free_status  ? std::string(to_string(*free_status))
+                                           : std::string("failed");
+  const std::string free_note = freed.empty() ? freed : fmt::format("; {} trials free (not counted in the budget)", freed);
+  const std::string tool_suffix = (parallel > 1 ? "/p" + std::to_string(parallel) : std::string()) +
+                                  (!free_failures ? std::string() : free_status ? "/free-" + freed : "/free");
   std::printf("machine: %s, %u hardware threads; %d seeds; parallel %d; memory metrics %s; limits %s%s\n",
               bench::cpu_model().c_str(), std::thread::hardware_concurrency(), seeds, parallel,
               metrics ? "reported" : "withheld", limits ? "given" : "withheld",
@@ -215,7 +220,7 @@ int main(int argc, char** argv) {
           if (trace)
             std::printf("  seed %d recommends %.3f %s\n", seed, f, rec ? space.to_assignment(*rec).describe().c_str() : "-");
           if (runs.is_open())
-            runs << land.name << ',' << name << (parallel > 1 ? "/p" + std::to_string(parallel) : "") << (!free_failures ? std::string() : free_status ? "/free-" + std::string(to_string(*free_status)) : "/free") << ','
+            runs << land.name << ',' << name << tool_suffix << ','
                  << budget << ',' << seed << ',' << f << ',' << run_failed << ',' << run_late << ','
                  << run_ms / std::max(1, run_asks) << '\n';
         }
