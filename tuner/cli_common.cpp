@@ -2,6 +2,9 @@
 
 #include <unistd.h>
 
+#include <algorithm>
+#include <cctype>
+#include <cstring>
 #include <iostream>
 
 #include <fmt/format.h>
@@ -14,6 +17,39 @@
 #include "workloads/options.hpp"
 
 namespace autotune {
+namespace {
+
+std::vector<std::string>& command_words() {
+  static std::vector<std::string> words;
+  return words;
+}
+
+std::string shell_quoted(const std::string& word) {
+  const bool plain = !word.empty() && std::all_of(word.begin(), word.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || std::strchr("_-./=:,@%+", c) != nullptr;
+  });
+  if (plain) return word;
+  std::string out = "'";
+  for (char c : word) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
+}  // namespace
+
+void remember_command_line(int argc, char** argv) {
+  command_words().assign(argv, argv + argc);
+}
+
+std::string command_line_with(std::string_view add, std::initializer_list<std::string_view> drop) {
+  std::string out;
+  for (const std::string& w : command_words()) {
+    if (std::find(drop.begin(), drop.end(), w) != drop.end()) continue;
+    out += (out.empty() ? "" : " ") + shell_quoted(w);
+  }
+  if (out.empty()) out = "autotune";
+  if (!add.empty()) out += " " + std::string(add);
+  return out;
+}
 
 std::optional<Spec> load_spec_or_report(const std::string& path) {
   SpecLoadResult r = path.empty()

@@ -3,7 +3,10 @@
 // every error printed, building the workload, and the measure function.
 #include <memory>
 #include <optional>
+#include <initializer_list>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "tuner/spec.hpp"
 #include "tuner/executor.hpp"
@@ -39,5 +42,12 @@ struct Overrides {
 };
 // Returns false (after printing why) when an override is invalid.
 bool apply_overrides(Spec& spec, const Overrides& o);
+
+// The command line this process was started with (kept by cli_main), so that
+// a message can give the exact command that carries on.
+void remember_command_line(int argc, char** argv);
+// That command line, quoted for a POSIX shell, without the words in `drop`
+// and with `add` appended (when not empty).
+std::string command_line_with(std::string_view add, std::initializer_list<std::string_view> drop);
 
 }  // namespace autotune

@@ -2,10 +2,12 @@
 
 #include "tuner/cli.hpp"
 #include "tuner/cli_commands.hpp"
+#include "tuner/cli_common.hpp"
 
 namespace autotune {
 
 int cli_main(int argc, char** argv) {
+  remember_command_line(argc, argv);
   CLI::App app{
       "autotune: finds the fastest training-pipeline configuration that fits in memory.\n"
       "Measures real candidates of batch_size, num_workers, prefetch_factor, pin_memory,\n"

@@ -14,6 +14,7 @@
 #include "tuner/cli.hpp"
 #include "tuner/cli_commands.hpp"
 #include "tuner/cli_common.hpp"
+#include "tuner/set_aside.hpp"
 #include "tuner/interrupt.hpp"
 #include "tuner/scheduler.hpp"
 #include "workloads/csv_table.hpp"
@@ -25,6 +26,7 @@ std::function<int()> add_sweep_command(CLI::App& app) {
     std::string config, out;
     int repeats = 1;
     std::size_t limit = 0;
+    bool fresh = false;
   };
   auto args = std::make_shared<Args>();
   app.add_option("--config,-c", args->config, "the space.yaml whose space and workload to sweep")->required();
@@ -32,6 +34,8 @@ std::function<int()> add_sweep_command(CLI::App& app) {
   app.add_option("--repeats", args->repeats, "measurements per configuration (rows per configuration)")
       ->check(CLI::Range(1, 100));
   app.add_option("--limit", args->limit, "stop after this many configurations (0: all)");
+  app.add_flag("--fresh", args->fresh,
+               "when the CSV (or a stopped sweep's CSV.partial) exists, move it aside (NAME-1...) instead of refusing");
   return [args]() -> int {
     auto spec = load_spec_or_report(args->config);
     if (!spec) return kExitBadInput;
@@ -50,6 +54,18 @@ std::function<int()> add_sweep_command(CLI::App& app) {
     install_interrupt_handler();
 
     const std::string partial = args->out + ".partial";
+    // An earlier sweep's rows are measurements: never written over.
+    if (std::filesystem::exists(args->out) || std::filesystem::exists(partial)) {
+      if (!args->fresh) {
+        std::cerr << fmt::format("sweep: {} already holds an earlier sweep's rows; nothing was started.\n"
+                                 "  write elsewhere with --out, or keep it aside and start afresh:\n  {}\n",
+                                 std::filesystem::exists(args->out) ? args->out : partial,
+                                 command_line_with("--fresh", {"--fresh"}));
+        return kExitBadInput;
+      }
+      for (const auto& [from, to] : set_aside({args->out, partial}))
+        std::cerr << fmt::format("sweep: kept the earlier {} as {}\n", from.filename().string(), to.string());
+    }
     std::FILE* f = std::fopen(partial.c_str(), "w");
     if (!f) {
       std::cerr << "sweep: cannot write " << partial << "\n";

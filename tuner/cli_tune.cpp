@@ -12,6 +12,8 @@
 #include "tuner/cli_common.hpp"
 #include "tuner/emitter.hpp"
 #include "tuner/interrupt.hpp"
+#include "tuner/journal.hpp"
+#include "tuner/set_aside.hpp"
 #include "tuner/report_html.hpp"
 #include "tuner/time_split.hpp"
 #include "tuner/tuning_time.hpp"
@@ -23,6 +25,7 @@ struct TuneArgs {
   std::string config;
   Overrides overrides;
   bool resume = false;
+  bool fresh = false;
   bool quiet = false;
   bool verbose = false;
   std::optional<std::string> report;  // --report [PATH]: "" means beside tuned.yaml
@@ -90,6 +93,36 @@ void write_report_or_warn(const std::filesystem::path& journal, const std::files
   if (!warning.empty()) std::cerr << "report: " << warning << "\n";
 }
 
+// Nothing measured is lost by running again: a journal that holds finished
+// trials is resumed (--resume) or set aside whole (--fresh), never replaced.
+// Returns false (after saying both ways on) when the run must not start.
+bool keep_earlier_run(const Spec& spec, bool fresh) {
+  const std::filesystem::path& journal = spec.output.journal;
+  std::string held;
+  try {
+    const std::size_t n = finished_trials(journal);
+    if (n == 0) return true;
+    held = fmt::format("holds {} measured trial{} of an earlier run", n, n == 1 ? "" : "s");
+  } catch (const JournalError& e) {
+    held = fmt::format("exists and cannot be read as a journal ({})", e.what());
+  }
+  if (!fresh) {
+    std::cerr << fmt::format(
+        "autotune: {} {}; nothing was started, nothing was changed.\n"
+        "  carry on with that run:            {}\n"
+        "  start afresh, keeping it aside:    {}\n",
+        journal.string(), held, command_line_with("--resume", {"--resume", "--fresh"}),
+        command_line_with("--fresh", {"--resume", "--fresh"}));
+    return false;
+  }
+  for (const auto& [from, to] : set_aside({journal, trial_log_folder(journal), spec.output.tuned}))
+    std::cerr << fmt::format("autotune: kept the earlier run's {} as {}\n", from.filename().string(), to.string());
+  return true;
+}
+
+// The exact command that carries on from the journal.
+std::string resume_command() { return command_line_with("--resume", {"--resume", "--fresh"}); }
+
 }  // namespace
 
 std::function<int()> add_tune_options(CLI::App& app) {
@@ -102,7 +135,11 @@ std::function<int()> add_tune_options(CLI::App& app) {
   app.add_option("--parallel", args->overrides.parallel, "trials in flight at once (search.parallel)");
   app.add_option("--confirm", args->overrides.confirm,
                  "after the search, measure the N best once more each and choose on all measurements (search.confirm)");
-  app.add_flag("--resume", args->resume, "continue from the journal without re-running finished trials");
+  auto* resume = app.add_flag("--resume", args->resume, "continue from the journal without re-running finished trials");
+  app.add_flag("--fresh", args->fresh,
+               "start a new run; an earlier run's journal, trial logs and tuned.yaml are moved aside (NAME-1...), "
+               "never deleted")
+      ->excludes(resume);
   app.add_flag("--quiet,-q", args->quiet, "no progress output");
   app.add_flag("--verbose,-v", args->verbose, "also print the search's notes (model fits, fallbacks)");
   app.add_option("--report", args->report, "also write the run's HTML report at the end (default: beside tuned.yaml)")
@@ -114,6 +151,7 @@ std::function<int()> add_tune_options(CLI::App& app) {
     if (!workload) return kExitBadInput;
     auto executor = make_executor_or_report(*spec, *workload, "autotune");
     if (!executor) return kExitBadInput;
+    if (!args->resume && !keep_earlier_run(*spec, args->fresh)) return kExitBadInput;
 
     install_interrupt_handler();
     TuneOptions opt;
@@ -136,7 +174,9 @@ std::function<int()> add_tune_options(CLI::App& app) {
     try {
       result = run_tuning(*spec, *executor, opt);
     } catch (const TuneError& e) {  // the journal given to --resume: nothing ran
-      std::cerr << "autotune: " << e.what() << "\n";
+      std::cerr << "autotune: " << e.what() << "\n"
+                << "autotune: to start afresh, keeping that journal aside: "
+                << command_line_with("--fresh", {"--resume", "--fresh"}) << "\n";
       return kExitBadInput;
     }
     bool wrote = true;
@@ -150,11 +190,15 @@ std::function<int()> add_tune_options(CLI::App& app) {
     if (args->report) write_report_or_warn(spec->output.journal, report_path(*args->report, spec->output.tuned));
     if (result.stopped_by == "failed") {
       std::cerr << "autotune: stopped: " << result.failure << "\n"
-                << fmt::format("autotune: the {} trials that finished are in {}; fix the cause and run again with "
-                               "--resume\n",
-                               result.trials.size(), spec->output.journal.string());
+                << fmt::format("autotune: the {} trials that finished are in {}; fix the cause and carry on with\n"
+                               "  {}\n",
+                               result.trials.size(), spec->output.journal.string(), resume_command());
       return kExitToolFailure;
     }
+    if (result.stopped_by == "interrupted")
+      std::cerr << fmt::format("autotune: interrupted; the {} finished trials are kept in {}. Carry on with\n  {}\n",
+                               result.trials.size() + result.confirmations.size(), spec->output.journal.string(),
+                               resume_command());
     if (!wrote) return kExitToolFailure;
     if (result.stopped_by == "interrupted") return kExitInterrupted;
     return result.best_outcome ? kExitOk : kExitFailure;

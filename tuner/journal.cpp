@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstring>
@@ -61,6 +62,17 @@ Outcome outcome_from_json(const nlohmann::json& j) {
     for (const auto& [k, v] : j["labels"].items()) o.labels[k] = v.get<std::string>();
   o.seconds = j.value("seconds", 0.0);
   return o;
+}
+
+std::size_t finished_trials(const std::filesystem::path& path) {
+  if (!std::filesystem::exists(path)) return 0;
+  const JournalContents j = read_journal(path);
+  return static_cast<std::size_t>(
+      std::count_if(j.trials.begin(), j.trials.end(), [](const JournalTrial& t) { return t.outcome.has_value(); }));
+}
+
+std::filesystem::path trial_log_folder(const std::filesystem::path& journal) {
+  return std::filesystem::absolute(journal).parent_path() / (journal.stem().string() + ".trials");
 }
 
 JournalContents read_journal(const std::filesystem::path& path) {

@@ -59,6 +59,14 @@ struct JournalError : std::runtime_error {
 // missing header.
 JournalContents read_journal(const std::filesystem::path& path);
 
+// The trials of the journal at `path` that finished (a measurement, confirmations
+// included); 0 when there is no such file. Throws JournalError as read_journal.
+std::size_t finished_trials(const std::filesystem::path& path);
+
+// The folder that holds the trial logs of the run journaled at `journal`:
+// `<dir>/<stem>.trials` (tuned.journal.jsonl -> tuned.journal.trials).
+std::filesystem::path trial_log_folder(const std::filesystem::path& journal);
+
 nlohmann::json to_json(const Assignment& a);
 Assignment assignment_from_json(const nlohmann::json& j);
 nlohmann::json to_json(const Outcome& o);

@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "tuner/journal.hpp"
 #include "tuner/spec.hpp"
 
 namespace autotune {
@@ -17,8 +18,7 @@ TrialSettings trial_settings(const Spec& spec) {
   s.repeats = std::max(1, spec.workload.repeats);
   s.seed = spec.search.seed;
   if (!spec.output.journal.empty())
-    s.log_root = std::filesystem::absolute(spec.output.journal).parent_path() /
-                 (spec.output.journal.stem().string() + ".trials");
+    s.log_root = trial_log_folder(spec.output.journal);
   return s;
 }
 

@@ -223,6 +223,78 @@ TEST_F(Cli, CtrlCWritesTheBestSoFarAndExits130) {
   EXPECT_EQ(y["search"]["trials"].as<std::size_t>(), finished);
 }
 
+// Running a finished run's command again, or after editing its spec, keeps
+// every measured trial: it refuses and names both ways on; --fresh moves the
+// earlier run aside whole (journal, trial logs, tuned.yaml), never deleting it.
+TEST_F(Cli, RunningAgainNeverReplacesAJournalThatHoldsMeasurements) {
+  auto spec = write("space.yaml", synthetic_spec("4"));
+  const std::string cmd = "--config " + spec.string() + " --quiet";
+  ASSERT_EQ(run(cmd).status, 0);
+  const auto journal = m_dir / "tuned.journal.jsonl";
+  const auto bytes = [](const fs::path& p) {
+    std::ifstream in(p, std::ios::binary);
+    return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  };
+  const std::string first = bytes(journal);
+  ASSERT_EQ(count_finished(journal), 4u);
+
+  CliRun again = run(cmd);
+  EXPECT_EQ(again.status, 2) << again.out;
+  EXPECT_NE(again.out.find("holds 4 measured trials"), std::string::npos) << again.out;
+  EXPECT_NE(again.out.find(std::string(AUTOTUNE_BINARY) + " --config " + spec.string() + " --quiet --resume"),
+            std::string::npos)
+      << again.out;
+  EXPECT_NE(again.out.find(" --quiet --fresh"), std::string::npos) << again.out;
+  EXPECT_EQ(bytes(journal), first);
+
+  // An edited spec is refused the same way.
+  write("space.yaml", synthetic_spec("6"));
+  EXPECT_EQ(run(cmd).status, 2);
+  EXPECT_EQ(bytes(journal), first);
+
+  CliRun fresh = run(cmd + " --fresh");
+  ASSERT_EQ(fresh.status, 0) << fresh.out;
+  EXPECT_EQ(bytes(m_dir / "tuned.journal-1.jsonl"), first);
+  EXPECT_TRUE(fs::exists(m_dir / "tuned-1.yaml"));
+  EXPECT_EQ(count_finished(journal), 6u);
+  EXPECT_EQ(YAML::LoadFile((m_dir / "tuned.yaml").string())["search"]["trials"].as<int>(), 6);
+
+  // Another fresh start takes the next free name and leaves the first alone.
+  ASSERT_EQ(run(cmd + " --fresh").status, 0);
+  EXPECT_EQ(bytes(m_dir / "tuned.journal-1.jsonl"), first);
+  EXPECT_EQ(count_finished(m_dir / "tuned.journal-2.jsonl"), 6u);
+  EXPECT_EQ(run(cmd + " --fresh --resume").status, 2);
+}
+
+// A trial's logs travel with its journal when a run is set aside.
+TEST_F(Cli, AFreshStartKeepsTheEarlierRunsTrialLogs) {
+  auto spec = two_command_trials("echo '{\\\"throughput\\\": {x}}'", "",
+                                 "output: {tuned: " + (m_dir / "tuned.yaml").string() + "}\n");
+  ASSERT_EQ(run("--config " + spec.string() + " --quiet").status, 0);
+  ASSERT_TRUE(fs::exists(m_dir / "tuned.journal.trials"));
+  ASSERT_EQ(run("--config " + spec.string() + " --quiet --fresh").status, 0);
+  EXPECT_TRUE(fs::exists(m_dir / "tuned.journal-1.trials"));
+  EXPECT_EQ(count_finished(m_dir / "tuned.journal-1.jsonl"), 2u);
+  EXPECT_EQ(count_finished(m_dir / "tuned.journal.jsonl"), 2u);
+}
+
+// Ctrl-C says how to carry on, and the command it gives does.
+TEST_F(Cli, CtrlCNamesTheCommandThatResumes) {
+  auto spec = write("space.yaml", synthetic_spec("24", ", trial_seconds: 0.1"));
+  const auto err = m_dir / "err.txt";
+  pid_t pid = spawn("--config " + spec.string() + " --quiet 2>" + err.string());
+  ASSERT_EQ(stop_when(pid, SIGINT, [&] { return count_finished(m_dir / "tuned.journal.jsonl") >= 3; }), 130);
+  std::ifstream e(err);
+  std::string said((std::istreambuf_iterator<char>(e)), std::istreambuf_iterator<char>());
+  const std::string resume = std::string(AUTOTUNE_BINARY) + " --config " + spec.string() + " --quiet --resume";
+  ASSERT_NE(said.find("\n  " + resume + "\n"), std::string::npos) << said;
+  const auto before = count_finished(m_dir / "tuned.journal.jsonl");
+  const auto r = autotune::testing::run_shell(resume + " 2>&1");
+  ASSERT_EQ(r.status, 0) << r.out;
+  EXPECT_EQ(count_finished(m_dir / "tuned.journal.jsonl"), 24u);
+  EXPECT_LT(before, 24u);
+}
+
 TEST_F(Cli, SigkilledTunerResumesWithoutLosingOrRepeatingTrials) {
   // Trials in child processes (the default isolation), each taking 0.15 s.
   auto spec = write("space.yaml", synthetic_spec("24", ", trial_seconds: 0.15"));
@@ -276,6 +348,23 @@ TEST_F(Cli, SweepRecordsATableThatReplayReads) {
   CliRun r = run("--config " + replay.string() + " --quiet");
   ASSERT_EQ(r.status, 0) << r.out;
   EXPECT_EQ(YAML::LoadFile((m_dir / "replayed.yaml").string())["search"]["ok"].as<int>(), 180);
+}
+
+// A sweep's rows are measurements: a second sweep to the same CSV refuses
+// until told to keep the first aside.
+TEST_F(Cli, SweepNeverWritesOverAnEarlierTable) {
+  auto spec = two_command_trials("echo '{\\\"throughput\\\": {x}}'");
+  const auto csv = m_dir / "table.csv";
+  ASSERT_EQ(run("sweep --config " + spec.string() + " --out " + csv.string()).status, 0);
+  std::ifstream in(csv);
+  const std::string first((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  CliRun again = run("sweep --config " + spec.string() + " --out " + csv.string());
+  EXPECT_EQ(again.status, 2) << again.out;
+  EXPECT_NE(again.out.find("--fresh"), std::string::npos) << again.out;
+  ASSERT_EQ(run("sweep --config " + spec.string() + " --out " + csv.string() + " --fresh").status, 0);
+  std::ifstream kept(m_dir / "table-1.csv");
+  EXPECT_EQ(std::string((std::istreambuf_iterator<char>(kept)), std::istreambuf_iterator<char>()), first);
+  EXPECT_TRUE(fs::exists(csv));
 }
 
 // Ctrl-C while a job that has written its result hangs in its teardown
