@@ -12,6 +12,7 @@
 #include "search/strategy.hpp"
 #include "tuner/slurm_executor.hpp"
 #include "tuner/spec_checks.hpp"
+#include "tuner/progress.hpp"
 #include "tuner/runner.hpp"
 #include "tuner/slots.hpp"
 #include "workloads/options.hpp"
@@ -134,8 +135,21 @@ bool apply_overrides(Spec& spec, const Overrides& o) {
   if (o.budget) {
     auto b = check_budget(*o.budget);
     if (!b.value) return refused("--budget", b.error);
-    if (b.value->trials > 0) spec.search.budget_trials = b.value->trials;
-    else spec.search.budget_seconds = b.value->seconds;
+    // A budget flag sets one limit; the spec's other limit still holds, and
+    // a run that stops "early" should not surprise: say so.
+    if (b.value->trials > 0) {
+      spec.search.budget_trials = b.value->trials;
+      if (spec.search.budget_seconds > 0)
+        std::cerr << fmt::format("autotune: --budget {} sets the limit on trials; the spec's time limit ({}) still "
+                                 "holds: the run stops at whichever comes first\n",
+                                 *o.budget, format_duration(spec.search.budget_seconds));
+    } else {
+      spec.search.budget_seconds = b.value->seconds;
+      if (spec.search.budget_trials > 0)
+        std::cerr << fmt::format("autotune: --budget {} sets the time limit; the spec's limit of {} trials still "
+                                 "holds: the run stops at whichever comes first\n",
+                                 *o.budget, spec.search.budget_trials);
+    }
   }
   if (o.seed) {
     auto v = check_seed(*o.seed);

@@ -28,7 +28,7 @@ std::function<int()> add_compare_command(CLI::App& app) {
     int confirm = -1;  // the spec's search.confirm
   };
   auto args = std::make_shared<Args>();
-  app.add_option("--config,-c", args->config, "the space.yaml (space, constraints, workload)")->required();
+  app.add_option("config,--config,-c", args->config, "the space.yaml (space, constraints, workload)")->required();
   app.add_option("--strategies", args->strategies, "comma-separated strategies")->capture_default_str();
   app.add_option("--repeats", args->repeats, "seeds per strategy")->check(CLI::Range(1, 10000))->capture_default_str();
   app.add_option("--budget", args->budget, "trials per run")->check(CLI::Range(1, 100000))->capture_default_str();

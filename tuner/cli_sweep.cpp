@@ -29,7 +29,7 @@ std::function<int()> add_sweep_command(CLI::App& app) {
     bool fresh = false;
   };
   auto args = std::make_shared<Args>();
-  app.add_option("--config,-c", args->config, "the space.yaml whose space and workload to sweep")->required();
+  app.add_option("config,--config,-c", args->config, "the space.yaml whose space and workload to sweep")->required();
   app.add_option("--out,-o", args->out, "the CSV to write")->required();
   app.add_option("--repeats", args->repeats, "measurements per configuration (rows per configuration)")
       ->check(CLI::Range(1, 100));

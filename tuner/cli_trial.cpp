@@ -24,7 +24,7 @@ std::function<int()> add_trial_command(CLI::App& app) {
     std::optional<std::string> seed;
   };
   auto args = std::make_shared<Args>();
-  app.add_option("--config,-c", args->config, "the space.yaml (workload and space)")->required();
+  app.add_option("config,--config,-c", args->config, "the space.yaml (workload and space)")->required();
   app.add_option("--values", args->values, "the configuration, as a JSON object")->required();
   app.add_option("--trial", args->trial, "trial number (for logs and seeds)");
   app.add_option("--seed", args->seed, "the trial's seed (a non-negative integer)");

@@ -127,7 +127,7 @@ std::string resume_command() { return command_line_with("--resume", {"--resume",
 
 std::function<int()> add_tune_options(CLI::App& app) {
   auto args = std::make_shared<TuneArgs>();
-  app.add_option("--config,-c", args->config, "the space.yaml to tune (default: the embedded default)");
+  app.add_option("config,--config,-c", args->config, "the space.yaml to tune (default: the embedded default)");
   app.add_option("--strategy", args->overrides.strategy, "override search.strategy (bo, anneal, random, grid, heuristic)");
   app.add_option("--budget", args->overrides.budget, "override the budget: trials (40) or time (10m)");
   app.add_option("--seed", args->overrides.seed, "override search.seed (a non-negative integer)");

@@ -1,4 +1,4 @@
-// `autotune validate --config space.yaml`: loads and checks the file, prints
+// `autotune validate space.yaml`: loads and checks the file, prints
 // the resolved space (domains, size, valid configurations after the rules).
 #include <iostream>
 
@@ -13,12 +13,16 @@ namespace autotune {
 
 std::function<int()> add_validate_command(CLI::App& app) {
   auto config = std::make_shared<std::string>();
-  app.add_option("--config,-c", *config, "the space.yaml to check (default: the embedded default)");
+  app.add_option("config,--config,-c", *config, "the space.yaml to check (default: the embedded default)");
   return [config]() -> int {
     auto spec = load_spec_or_report(*config);
     if (!spec) return kExitBadInput;
     const auto& s = *spec;
-    std::cout << fmt::format("{}: ok\n", config->empty() ? "<embedded default>" : *config);
+    if (config->empty())
+      std::cout << "the embedded default (what `autotune` runs with no file): ok\n"
+                   "  to check your own file: autotune validate space.yaml\n";
+    else
+      std::cout << fmt::format("{}: ok\n", *config);
     std::cout << fmt::format("workload: {}{}\n", s.workload.kind,
                              s.workload.requested_kind != s.workload.kind
                                  ? " (" + s.workload.requested_kind + ")"

@@ -28,23 +28,25 @@ std::string format_duration(double s) {
 
 void Progress::trial(const TrialRecord& t, const std::optional<double>& best, double elapsed, int done) {
   if (!m_out) return;
-  const std::string status(to_string(t.outcome.status));
-  std::string what = t.outcome.ok() ? fmt::format("{:.1f} samples/s", t.outcome.throughput) : status;
+  std::string what = t.outcome.ok() ? fmt::format("{:.1f} samples/s", t.outcome.throughput)
+                                    : std::string(to_string(t.outcome.status));
   if (was_raced(t.outcome)) what += fmt::format(" (raced, {:.1f}s)", t.outcome.seconds);
   if (t.outcome.ok() && t.outcome.metric("stopped_after_result").value_or(0) > 0)
     what += " (gave its result but did not exit: stopped, result kept)";
   std::string eta;
   if (m_budget > 0 && done > 0 && done < m_budget) eta = "  eta " + format_duration(elapsed / done * (m_budget - done));
-  const std::string budget = m_budget > 0 ? fmt::format("/{}", m_budget) : "";
+  // The trial's own number, as in the journal and its log folder
+  // (trial-N/); then how many of the budget are done.
+  const std::string count = m_budget > 0 ? fmt::format("{}/{}", done, m_budget) : std::to_string(done);
   const std::string best_s = best ? fmt::format("{:.1f}", *best) : "-";
   if (m_live) {
-    *m_out << fmt::format("\r\033[Ktrial {}{}  {:8}  best {}  elapsed {}{}", done, budget, status, best_s,
+    *m_out << fmt::format("\r\033[Ktrial {} ({})  {}  best {}  elapsed {}{}", t.trial, count, what, best_s,
                           format_duration(elapsed), eta)
            << std::flush;
   } else {
     // A failure's reason comes last, its first line only (the job's own
     // words: the trial's log folder has the whole output).
-    *m_out << fmt::format("trial {}{}  {}{}  best {}  elapsed {}{}{}\n", done, budget, what,
+    *m_out << fmt::format("trial {} ({})  {}{}  best {}  elapsed {}{}{}\n", t.trial, count, what,
                           t.replayed ? "  (from the journal)" : "", best_s, format_duration(elapsed), eta,
                           reason_suffix(t.outcome));
   }

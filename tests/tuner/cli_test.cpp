@@ -119,6 +119,83 @@ TEST_F(Cli, HelpListsSubcommandsAndOverrides) {
     EXPECT_NE(r.out.find(s), std::string::npos) << s;
 }
 
+// The habits of git and cmake: the file as a positional argument, `help`,
+// a near miss suggested, the exit statuses and a trial's environment in --help.
+TEST_F(Cli, FollowsCommandLineHabits) {
+  auto spec = write("space.yaml", synthetic_spec("4"));
+  CliRun v = run("validate " + spec.string());
+  EXPECT_EQ(v.status, 0) << v.out;
+  EXPECT_NE(v.out.find(spec.string() + ": ok"), std::string::npos) << v.out;
+  CliRun d = run("validate");
+  EXPECT_EQ(d.status, 0) << d.out;
+  EXPECT_NE(d.out.find("the embedded default"), std::string::npos) << d.out;
+  EXPECT_NE(d.out.find("autotune validate space.yaml"), std::string::npos) << d.out;
+
+  CliRun t = run(spec.string() + " --quiet");
+  EXPECT_EQ(t.status, 0) << t.out;
+  EXPECT_EQ(count_finished(m_dir / "tuned.journal.jsonl"), 4u);
+
+  CliRun typo = run(spec.string() + " --budjet 5");
+  EXPECT_EQ(typo.status, 2) << typo.out;
+  EXPECT_NE(typo.out.find("did you mean '--budget'?"), std::string::npos) << typo.out;
+  CliRun sub_typo = run("validate " + spec.string() + " --confg x");
+  EXPECT_EQ(sub_typo.status, 2) << sub_typo.out;
+  EXPECT_NE(sub_typo.out.find("did you mean '--config'?"), std::string::npos) << sub_typo.out;
+
+  CliRun help = run("help");
+  EXPECT_EQ(help.status, 0) << help.out;
+  EXPECT_EQ(help.out.find("the command whose help to show"), std::string::npos) << "autotune's help, not help's";
+  for (const char* s : {"validate", "--budget", "Exit status:", "130", "AUTOTUNE_RESULT", "AUTOTUNE_STOP_BELOW", "AUTOTUNE_TRIAL",
+                        "AUTOTUNE_<NAME>"})
+    EXPECT_NE(help.out.find(s), std::string::npos) << s << "\n" << help.out;
+  CliRun help_sweep = run("help sweep");
+  EXPECT_EQ(help_sweep.status, 0) << help_sweep.out;
+  EXPECT_NE(help_sweep.out.find("--repeats"), std::string::npos) << help_sweep.out;
+  CliRun help_typo = run("help valdate");
+  EXPECT_EQ(help_typo.status, 2) << help_typo.out;
+  EXPECT_NE(help_typo.out.find("did you mean 'validate'?"), std::string::npos) << help_typo.out;
+
+  CliRun py = run("--python-path");
+  ASSERT_EQ(py.status, 0) << py.out;
+  EXPECT_TRUE(fs::exists(fs::path(py.out.substr(0, py.out.find('\n'))) / "autotune_trial.py")) << py.out;
+}
+
+// A budget flag says which limit it sets and which of the spec's still holds.
+TEST_F(Cli, ABudgetFlagSaysWhichLimitStillHolds) {
+  auto spec = write("space.yaml", synthetic_spec("3"));
+  CliRun r = run(spec.string() + " --budget 10m");
+  ASSERT_EQ(r.status, 0) << r.out;
+  EXPECT_NE(r.out.find("--budget 10m sets the time limit; the spec's limit of 3 trials still holds"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("stopped by budget"), std::string::npos) << r.out;
+}
+
+// One numbering: a trial's line on screen carries the number of its journal
+// records and of its log folder, also after a resume re-runs a trial.
+TEST_F(Cli, TheScreenNumbersTrialsAsTheJournalAndLogsDo) {
+  auto spec = two_command_trials("echo '{\\\"throughput\\\": {x}}'", "",
+                                 "output: {tuned: " + (m_dir / "tuned.yaml").string() + "}\n");
+  CliRun r = run(spec.string());
+  ASSERT_EQ(r.status, 0) << r.out;
+  EXPECT_NE(r.out.find("trial 1 (1/2)  1.0 samples/s"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("trial 2 (2/2)  2.0 samples/s"), std::string::npos) << r.out;
+  EXPECT_TRUE(fs::exists(m_dir / "tuned.journal.trials" / "trial-2"));
+  // A journal whose trial 2 started and never finished: the resume re-runs
+  // it as trial 3, and says so under that number.
+  std::ifstream in(m_dir / "tuned.journal.jsonl");
+  std::string kept;
+  for (std::string l; std::getline(in, l);)
+    if (l.find("\"type\":\"finish\"") == std::string::npos || l.find("\"trial\":2") == std::string::npos)
+      kept += l + "\n";
+  in.close();
+  std::ofstream(m_dir / "tuned.journal.jsonl") << kept;
+  CliRun resumed = run(spec.string() + " --resume");
+  ASSERT_EQ(resumed.status, 0) << resumed.out;
+  EXPECT_NE(resumed.out.find("trial 3 (2/2)  2.0 samples/s"), std::string::npos) << resumed.out;
+  EXPECT_TRUE(fs::exists(m_dir / "tuned.journal.trials" / "trial-3"));
+}
+
 TEST_F(Cli, TunesASyntheticSpaceAndWritesAFeasibleBest) {
   auto spec = write("space.yaml", synthetic_spec());
   CliRun r = run("--config " + spec.string() + " --quiet");
