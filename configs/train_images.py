@@ -3,8 +3,8 @@
 case autotune exists for. Tuned by configs/command_images.yaml, measured with
 the autotune_trial helper.
 
-    build/autotune --config configs/command_images.yaml
-    python3 configs/train_images.py --batch-size 64 --num-workers 2    # by hand
+    build/autotune configs/command_images.yaml
+    PYTHONPATH="$(build/autotune --python-path)" python3 configs/train_images.py --batch-size 64 --num-workers 2   # by hand
 
 Each sample is a real JPEG file decoded with PIL, then augmented the way
 vision jobs do (random resized crop, horizontal flip, colour jitter), turned
@@ -95,28 +95,11 @@ def build_transform(size):
         return transform
 
 
-def main():
-    a = parse_args()
-    import torch
-    from PIL import Image
-    from torch.utils.data import DataLoader, Dataset
-
-    files = make_images(a.data, a.images)
-    transform = build_transform(a.size)
-
-    class Jpegs(Dataset):
-        def __len__(self):
-            return len(files)
-
-        def __getitem__(self, i):
-            with Image.open(files[i]) as img:
-                x = transform(img.convert("RGB"))
-            return x, i % 10
-
-    dev = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+def train(torch, DataLoader, Jpegs, dev, a):
+    """One trial: a loader and a model for the knobs in `a`, measured."""
     if dev.type == "cpu" and a.precision == "fp16":
         autotune_trial.write_result({"status": "error", "reason": "fp16 needs a GPU (CPU autocast is bfloat16 only)"})
-        return 0
+        return
     kw = dict(batch_size=a.batch_size, num_workers=a.num_workers, pin_memory=a.pin_memory and dev.type == "cuda")
     if a.num_workers > 0:
         kw.update(prefetch_factor=a.prefetch_factor, persistent_workers=True)
@@ -141,6 +124,35 @@ def main():
             scaler.scale(loss).backward()
             scaler.step(opt)
             scaler.update()
+
+
+def main():
+    a = parse_args()
+    import torch
+    from PIL import Image
+    from torch.utils.data import DataLoader, Dataset
+
+    files = make_images(a.data, a.images)
+    transform = build_transform(a.size)
+
+    class Jpegs(Dataset):
+        def __len__(self):
+            return len(files)
+
+        def __getitem__(self, i):
+            with Image.open(files[i]) as img:
+                x = transform(img.convert("RGB"))
+            return x, i % 10
+
+    dev = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    # One trial by hand or cold; under `warm: true` one per trial autotune
+    # sends, in this process: the imports, the image files and CUDA's start
+    # are paid once. The knobs come from `p` (the command line gives the
+    # defaults); the loader and the model are built per trial.
+    for p in autotune_trial.trials(batch_size=a.batch_size, num_workers=a.num_workers,
+                                   prefetch_factor=a.prefetch_factor, pin_memory=a.pin_memory,
+                                   precision=a.precision):
+        train(torch, DataLoader, Jpegs, dev, p)
     return 0
 
 

@@ -2,8 +2,8 @@
 """A small training job tuned through autotune's command workload, measured
 with the autotune_trial helper (autotune puts it on PYTHONPATH).
 
-    build/autotune --config configs/command_torch.yaml
-    python3 configs/train_mlp.py --batch-size 64 --num-workers 2     # by hand
+    build/autotune configs/command_torch.yaml
+    PYTHONPATH="$(build/autotune --python-path)" python3 configs/train_mlp.py --batch-size 64 --num-workers 2   # by hand
 
 With PyTorch: an MLP trained on synthetic samples through a real DataLoader
 (batch_size, num_workers, prefetch_factor, pin_memory), with autocast for
@@ -156,9 +156,19 @@ def main():
                   file=sys.stderr)
             return 2
         print("train_mlp.py: PyTorch not found; measuring the pure-Python stand-in", file=sys.stderr)
-        run_python(a)
-        return 0
-    run_torch(torch, a)
+    # One trial by hand or cold; under `warm: true` one per trial autotune
+    # sends, in this process (the imports above are paid once). The knobs
+    # come from `p`: the command line gives the defaults.
+    for p in autotune_trial.trials(batch_size=a.batch_size, num_workers=a.num_workers,
+                                   prefetch_factor=a.prefetch_factor, pin_memory=a.pin_memory,
+                                   precision=a.precision):
+        t = argparse.Namespace(**{**vars(a), **{k: p[k] for k in
+                                                ("batch_size", "num_workers", "prefetch_factor", "pin_memory",
+                                                 "precision")}})
+        if torch is None:
+            run_python(t)
+        else:
+            run_torch(torch, t)
     return 0
 
 

@@ -95,7 +95,7 @@ import os
 import sys
 import time
 
-__all__ = ["params", "Params", "Meter", "RULE", "write_result", "HFCallback", "LightningCallback"]
+__all__ = ["params", "Params", "trials", "Meter", "RULE", "write_result", "HFCallback", "LightningCallback"]
 
 # The built-in harness's defaults (workloads/pipeline_knobs.cpp,
 # workloads/cuda_workload_info.cpp): one rule, documented once.
@@ -192,6 +192,118 @@ def params(**defaults):
 
 
 # ----------------------------------------------------------------- memory
+
+# ----------------------------------------------------------------- warm trials
+
+_WARM_READY_WAIT_S = 30.0  # at most this long for the last trial's loader workers to exit
+_entered_trials = False
+
+
+def trials(**defaults):
+    """The trials this process runs, as Params (typed like ``defaults``).
+
+    Run by hand, or by autotune on a cold trial, it yields once: the defaults
+    or the trial's values. Under ``workload: {warm: true}`` the process is
+    kept between trials: after each trial's body (its ``Meter`` has written
+    the result) it releases what the trial held (garbage, CUDA's cached
+    blocks and peak statistics, the loader's worker processes), tells autotune
+    it is ready, and yields the next trial's parameters, until autotune says
+    there are no more. The imports, the CUDA context, a model loaded from
+    disk and a dataset stay, so start-up is paid once::
+
+        for p in autotune_trial.trials(batch_size=64, num_workers=0):
+            loader = DataLoader(ds, batch_size=p.batch_size, num_workers=p.num_workers)
+            with autotune_trial.Meter(p) as meter:
+                for x, y in meter.batches(loader):
+                    step(x, y)
+
+    Build what depends on the knobs (the DataLoader, a Trainer) inside the
+    loop; the command line's ``{name}`` placeholders keep the first trial's
+    values, so read the knobs from ``p``.
+    """
+    global _entered_trials
+    _entered_trials = True
+    warm_dir = os.environ.get("AUTOTUNE_WARM_DIR")
+    if not warm_dir:
+        yield params(**defaults)
+        return
+    while True:
+        kept = set(_descendants(os.getpid()))  # children from before the trial (not its loader's)
+        yield params(**defaults)
+        trial = os.environ.get("AUTOTUNE_TRIAL", "")
+        _release_trial(kept)
+        _write_atomically(os.path.join(warm_dir, "ready-" + trial), "")
+        message = _next_trial(warm_dir)
+        if message is None:
+            return
+        for key in [k for k in os.environ if k.startswith("AUTOTUNE_") and k != "AUTOTUNE_WARM_DIR"]:
+            del os.environ[key]
+        os.environ.update({k: str(v) for k, v in message["env"].items()})
+        _reset_peaks()  # the first trial keeps the start-up's peak: it paid it, as a cold trial does
+
+
+def _write_atomically(path, text):
+    tmp = path + ".tmp"
+    with open(tmp, "w") as f:
+        f.write(text)
+    os.replace(tmp, path)
+
+
+def _reset_peaks():
+    """Per-trial peaks: this process's VmHWM (Linux clear_refs) and CUDA's."""
+    try:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")
+    except OSError:
+        pass
+    torch = _torch()
+    if torch is not None and _cuda_in_use():
+        torch.cuda.reset_peak_memory_stats()
+
+
+def _release_trial(kept):
+    """What one trial held goes before the next: its garbage (a DataLoader's
+    iterator shuts its workers down when collected), CUDA's cached blocks, and
+    the processes it started (waited for, so the next trial's memory and CPUs
+    are its own); `kept`: the processes from before the trial."""
+    import gc
+
+    gc.collect()
+    torch = _torch()
+    if torch is not None and _cuda_in_use():
+        torch.cuda.synchronize()
+        torch.cuda.empty_cache()
+    deadline = time.monotonic() + _WARM_READY_WAIT_S
+    while set(_descendants(os.getpid())) - kept and time.monotonic() < deadline:
+        gc.collect()
+        time.sleep(0.01)
+
+
+def _next_trial(warm_dir):
+    """The next trial's message ({"env": {...}}) from autotune, or None when it
+    says stop (or is gone)."""
+    path = os.path.join(warm_dir, "next.json")
+    while True:
+        if os.path.exists(path):
+            with open(path) as f:
+                message = json.load(f)
+            os.unlink(path)
+            return message
+        if os.path.exists(os.path.join(warm_dir, "stop")) or os.getppid() == 1:
+            return None
+        time.sleep(0.005)
+
+
+def _warn_if_cold_under_warm():
+    if os.environ.get("AUTOTUNE_WARM_DIR") and not _entered_trials:
+        print("autotune_trial: warm: true, but this script never entered autotune_trial.trials(): "
+              "each trial starts it anew (cold)", file=sys.stderr, flush=True)
+
+
+import atexit  # noqa: E402
+
+atexit.register(_warn_if_cold_under_warm)
+
 
 def _status_bytes(pid, key):
     try:

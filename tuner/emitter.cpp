@@ -219,6 +219,7 @@ std::string render_tuned_yaml(const Spec& spec, const Study& r) {
   e << YAML::Key << "timed_s" << YAML::Value << round_sig(time.timed_s, 4);
   e << YAML::Key << "other_s" << YAML::Value << round_sig(time.other_s, 4);
   e << YAML::Key << "failed_s" << YAML::Value << round_sig(time.failed_s, 4);
+  if (time.workers_started > 0) e << YAML::Key << "workers_started" << YAML::Value << time.workers_started;
   e << YAML::Key << "raced_s" << YAML::Value << round_sig(time.raced_s, 4);
   e << YAML::Key << "raced" << YAML::Value << time.raced;
   e << YAML::EndMap;

@@ -68,6 +68,12 @@ void Progress::note(const std::string& text) {
   *m_out << "note: " << text << "\n";
 }
 
+void Progress::say(const std::string& text) {
+  if (!m_out) return;
+  finish();
+  *m_out << "autotune: " << text << "\n";
+}
+
 void Progress::finish() {
   if (m_out && m_dirty) *m_out << "\n";
   m_dirty = false;

@@ -3,6 +3,9 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <map>
+#include <memory>
+#include <mutex>
 
 #include "tuner/interrupt.hpp"
 #include "tuner/wire.hpp"
@@ -64,6 +67,7 @@ class ProcessRunner final : public TrialRunner {
     } catch (const std::exception& e) {
       return Outcome::failure(Status::error, std::string("workload threw: ") + e.what());
     }
+    if (cmd && cmd->warm) return warm(*cmd, ctx, opt);
     if (cmd) {
       const ExternalRun run = run_external(*cmd, ctx.env, opt);
       return with_run_facts(m_w.interpret(run, ctx), run);
@@ -80,8 +84,31 @@ class ProcessRunner final : public TrialRunner {
   }
 
  private:
+  // A trial in its slot's warm worker (one per slot: a slot runs one trial
+  // at a time). The trial that starts a worker pays its start-up
+  // (worker_started); after any failed trial the worker is replaced.
+  Outcome warm(const ExternalCommand& cmd, const TrialContext& ctx, const ChildOptions& opt) {
+    WarmWorker* worker = nullptr;
+    {
+      const std::lock_guard<std::mutex> lock(m_workers_mutex);
+      auto& w = m_workers[ctx.slot];
+      if (!w) w = std::make_unique<WarmWorker>();
+      worker = w.get();
+    }
+    const bool fresh = !worker->alive();
+    const ExternalRun run = worker->run(cmd, ctx.env, opt);
+    Outcome o = with_run_facts(m_w.interpret(run, ctx), run);
+    if (fresh && run.spawn_error.empty()) o.metrics[std::string(kWorkerStarted)] = 1;
+    // Exited by itself after a good trial: the script never entered trials().
+    if (fresh && !run.worker_kept && o.ok() && run.spawn_error.empty()) o.metrics[std::string(kRanCold)] = 1;
+    if (!o.ok()) worker->stop();
+    return o;
+  }
+
   Workload& m_w;
   double m_grace;
+  std::mutex m_workers_mutex;
+  std::map<int, std::unique_ptr<WarmWorker>> m_workers;
 };
 
 }  // namespace

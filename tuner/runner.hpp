@@ -17,6 +17,7 @@
 //   trial is stopped like a timeout (the reason says so).
 #include <functional>
 #include <memory>
+#include <string_view>
 
 #include "workloads/workload.hpp"
 
@@ -41,6 +42,13 @@ std::unique_ptr<TrialRunner> make_inline_runner(Workload& w);
 // (glibc resets malloc's locks in the child); a CUDA workload must not have
 // touched the device in the parent.
 std::unique_ptr<TrialRunner> make_process_runner(Workload& w, double term_grace_s = 5.0);
+
+// Metrics a warm trial (workload `warm: true`) adds: 1 on the trial that
+// started its slot's worker (it paid the job's start-up), and 1 when that
+// worker then ended by itself after a good trial (the script never entered
+// autotune_trial.trials(), so every trial runs cold).
+inline constexpr std::string_view kWorkerStarted = "worker_started";
+inline constexpr std::string_view kRanCold = "warm_ran_cold";
 
 // Whether the trial should stop now: the tuner was interrupted, or ctx.stop
 // is set (the scheduler stops its trials when the tool itself fails).

@@ -11,6 +11,7 @@
 #include "tuner/journal.hpp"
 #include "tuner/progress.hpp"
 #include "tuner/racing.hpp"
+#include "tuner/runner.hpp"
 #include "tuner/scheduler.hpp"
 #include "workloads/failure_reading.hpp"
 
@@ -164,6 +165,11 @@ class TuningRun {
       m_strategy->tell(c, d->outcome);
       m_study.trials.push_back({d->trial, c, d->outcome, false});
       m_progress.trial(m_study.trials.back(), best_of(m_study.trials.back()), elapsed(), ++m_done);
+      if (d->outcome.metric(std::string(kRanCold)).value_or(0) > 0 && !m_said_cold) {
+        m_said_cold = true;
+        m_progress.say("warm: true, but the script never entered autotune_trial.trials(): each trial starts it "
+                       "anew (cold)");
+      }
       journal_notes();
     }
   }
@@ -224,6 +230,7 @@ class TuningRun {
   std::optional<double> m_best;
   int m_done = 0;
   int m_started = 0;
+  bool m_said_cold = false;
 };
 
 }  // namespace

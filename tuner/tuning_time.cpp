@@ -6,12 +6,15 @@
 
 #include "tuner/progress.hpp"
 #include "tuner/racing.hpp"
+#include "tuner/runner.hpp"
 
 namespace autotune {
 namespace {
 
 void add(TuningTime& t, const Outcome& o) {
   t.total_s += o.seconds;
+  ++t.trials;
+  if (o.metric(std::string(kWorkerStarted)).value_or(0) > 0) ++t.workers_started;
   if (!o.ok()) {
     t.failed_s += o.seconds;
     ++t.failed;
@@ -49,6 +52,9 @@ std::string describe(const TuningTime& t) {
     out += fmt::format("; failures {} ({} trial{})", format_duration(t.failed_s), t.failed, t.failed == 1 ? "" : "s");
   if (t.raced > 0)
     out += fmt::format("; raced {} ({} trial{})", format_duration(t.raced_s), t.raced, t.raced == 1 ? "" : "s");
+  if (t.workers_started > 0)
+    out += fmt::format("; {} warm worker{} for {} trials", t.workers_started, t.workers_started == 1 ? "" : "s",
+                       t.trials);
   return out;
 }
 

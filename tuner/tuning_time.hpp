@@ -23,11 +23,14 @@ struct TuningTime {
   double raced_s = 0;   // raced trials, whole (also counted in the three ok parts)
   int failed = 0;
   int raced = 0;
+  int workers_started = 0;  // warm workers started (workload `warm: true`); 0 for cold trials
+  int trials = 0;           // trials and confirmations counted
 };
 
 TuningTime tuning_time(const Study& s);
 
-// "start-up 40s, warm-up 18s, timed 30s, other 6s; failures 4s (3 trials); raced 8s (5 trials)"
+// "start-up 40s, warm-up 18s, timed 30s, other 6s; failures 4s (3 trials); raced 8s (5 trials)",
+// then "; 2 warm workers for 14 trials" under `warm: true`
 // (no start-up part under half a second: none reported, or a forked harness's)
 std::string describe(const TuningTime& t);
 

@@ -195,7 +195,8 @@ CommandWorkload::CommandWorkload(const Options& options, const WorkloadEnv& env)
       m_cwd(options.get_string("cwd")),
       m_env(options.get_map("env")),
       m_shell(options.get_string("shell")),
-      m_exit_grace_s(options.get_number("exit_grace")) {
+      m_exit_grace_s(options.get_number("exit_grace")),
+      m_warm(options.get_bool("warm")) {
   if (m_shell.empty()) throw WorkloadConfigError("shell: must not be empty");
   if (!m_cwd.empty() && m_cwd.is_relative()) m_cwd = std::filesystem::absolute(env.spec_dir / m_cwd);
 }
@@ -244,6 +245,7 @@ std::optional<ExternalCommand> CommandWorkload::external_command(const Assignmen
   }
   cmd.env["AUTOTUNE_RESULT"] = cmd.result_file.string();
   cmd.exit_grace_s = m_exit_grace_s;
+  cmd.warm = m_warm;
   return cmd;
 }
 
@@ -274,6 +276,9 @@ WorkloadInfo command_workload_info() {
        "kept (a teardown that hangs: NCCL, DataLoader workers); 0: wait up to the timeout, which keeps it too",
        {},
        0.0},
+      {"warm", OptionType::boolean, OptionValue{false},
+       "keep the job's process between trials (a warm worker): a script that loops over "
+       "autotune_trial.trials() pays its start-up once; a failed trial gets a fresh process"},
   };
   info.make = [](const Options& o, const WorkloadEnv& env) -> std::unique_ptr<Workload> {
     return std::make_unique<CommandWorkload>(o, env);

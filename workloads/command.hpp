@@ -70,6 +70,7 @@ class CommandWorkload : public Workload {
   std::map<std::string, std::string> m_env;
   std::string m_shell;
   double m_exit_grace_s = 10;
+  bool m_warm = false;
 };
 
 }  // namespace autotune

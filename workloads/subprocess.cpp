@@ -16,6 +16,9 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
+#include <future>
+#include <utility>
 #include <array>
 #include <set>
 #include <cerrno>
@@ -310,6 +313,8 @@ ExternalRun supervise(pid_t pid, Fd& out_r, Fd& err_r, Fd* res_r, const ChildOpt
   const bool has_result_file = !opt.result_file.empty();
   const bool watch_result = has_result_file && opt.exit_grace_s > 0;
   double result_seen_at = -1, next_result_check = 0;
+  bool kept = false;  // a warm worker handed the trial back and lives on
+  double next_done_check = 0;
   // Written means a whole JSON object: a file caught mid-write (a script
   // that writes in place) or empty does not count yet.
   auto result_written = [&] {
@@ -350,6 +355,14 @@ ExternalRun supervise(pid_t pid, Fd& out_r, Fd& err_r, Fd* res_r, const ChildOpt
           info.si_pid == pid) {
         exited = true;
         drain_until = since(t0) + opt.drain_s;
+      } else if (opt.trial_done && !term_sent && now >= next_done_check) {
+        // A warm worker that says the trial is over: what it wrote before
+        // is in the pipes already; read it, and leave the worker running.
+        next_done_check = now + 0.005;
+        if (opt.trial_done()) {
+          kept = exited = true;
+          drain_until = since(t0) + 0.02;
+        }
       }
     }
     if (!exited) {
@@ -399,6 +412,18 @@ ExternalRun supervise(pid_t pid, Fd& out_r, Fd& err_r, Fd* res_r, const ChildOpt
       else if (which[i] == 2) err.append(buf.data(), k);
       else result.append(buf.data(), k), got_result = true;
     }
+  }
+  if (kept) {
+    run.worker_kept = true;
+    run.exit_code = 0;
+    run.wall_s = since(t0);
+    run.stdout_tail = out.take();
+    run.stderr_tail = err.take();
+    if (!opt.log_dir.empty()) {
+      write_log(opt.log_dir, "stdout.txt", run.stdout_tail);
+      write_log(opt.log_dir, "stderr.txt", run.stderr_tail);
+    }
+    return run;
   }
   // No orphans: whatever of the group is still alive (a grandchild holding
   // the pipe, a worker that ignored SIGTERM) goes now; then reap the child.
@@ -475,13 +500,16 @@ ExternalRun run_forked(const std::function<int(int result_fd)>& body, const Chil
   return supervise(pid, out_r, err_r, &res_r, opt, t0);
 }
 
-ExternalRun run_external(const ExternalCommand& cmd, const std::map<std::string, std::string>& extra_env,
-                         const ChildOptions& opt) {
-  const auto t0 = Clock::now();
-  ExternalRun failed;
+namespace {
+
+// Starts `cmd` as a child in its own process group with its output on two
+// pipes (the read ends returned in out_r/err_r). Returns its pid, or -1
+// with `error` set.
+pid_t spawn_external(const ExternalCommand& cmd, const std::map<std::string, std::string>& extra_env,
+                     const ChildOptions& opt, Fd& out_r, Fd& err_r, std::string& error) {
   if (cmd.argv.empty()) {
-    failed.spawn_error = "empty command";
-    return failed;
+    error = "empty command";
+    return -1;
   }
   // Everything the child needs is built before fork: after it, only
   // async-signal-safe calls (the tuner may have other threads).
@@ -502,28 +530,24 @@ ExternalRun run_external(const ExternalCommand& cmd, const std::map<std::string,
   std::vector<std::string> args = cmd.argv;
   const std::string program = resolve_program(args[0], env);
   if (program.empty()) {
-    failed.spawn_error = fmt::format("'{}' not found in PATH", args[0]);
-    return failed;
+    error = fmt::format("'{}' not found in PATH", args[0]);
+    return -1;
   }
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
   const std::string cwd = cmd.cwd.string();
-  if (!cmd.result_file.empty()) {
-    std::error_code ec;
-    std::filesystem::remove(cmd.result_file, ec);  // fresh: a stale result must not count
-  }
 
-  Fd out_r, out_w, err_r, err_w;
+  Fd out_w, err_w;
   if (!make_pipe(out_r, out_w) || !make_pipe(err_r, err_w)) {
-    failed.spawn_error = fmt::format("pipe: {}", std::strerror(errno));
-    return failed;
+    error = fmt::format("pipe: {}", std::strerror(errno));
+    return -1;
   }
   const pid_t parent = ::getpid();
   pid_t pid = ::fork();
   if (pid < 0) {
-    failed.spawn_error = fmt::format("fork: {}", std::strerror(errno));
-    return failed;
+    error = fmt::format("fork: {}", std::strerror(errno));
+    return -1;
   }
   if (pid == 0) {
     child_setup(out_w.fd, err_w.fd, opt.cpus, parent);
@@ -535,26 +559,171 @@ ExternalRun run_external(const ExternalCommand& cmd, const std::map<std::string,
     ::execve(program.c_str(), argv.data(), envp.data());
     child_fail("exec", program.c_str());
   }
-  out_w.reset();
-  err_w.reset();
+  return pid;
+}
+
+void remove_stale_result(const ExternalCommand& cmd) {
+  if (cmd.result_file.empty()) return;
+  std::error_code ec;
+  std::filesystem::remove(cmd.result_file, ec);  // fresh: a stale result must not count
+}
+
+ChildOptions watched_options(const ExternalCommand& cmd, const ChildOptions& opt) {
   ChildOptions watched = opt;
   watched.result_file = cmd.result_file;
   watched.exit_grace_s = cmd.exit_grace_s;
-  ExternalRun run = supervise(pid, out_r, err_r, nullptr, watched, t0);
+  return watched;
+}
+
+void take_result(const ExternalCommand& cmd, ExternalRun& run) {
   run.via_shell = cmd.via_shell;
-  if (!cmd.result_file.empty()) {
-    std::ifstream in(cmd.result_file, std::ios::binary);
-    if (in) {
-      std::stringstream ss;
-      ss << in.rdbuf();
-      run.result = ss.str();
-    }
-    if (!cmd.keep_result_file) {
-      std::error_code ec;
-      std::filesystem::remove(cmd.result_file, ec);
+  if (cmd.result_file.empty()) return;
+  std::ifstream in(cmd.result_file, std::ios::binary);
+  if (in) {
+    std::stringstream ss;
+    ss << in.rdbuf();
+    run.result = ss.str();
+  }
+  if (!cmd.keep_result_file) {
+    std::error_code ec;
+    std::filesystem::remove(cmd.result_file, ec);
+  }
+}
+
+// Resets the peak-memory counter (VmHWM) of every process in the group, so
+// that the next trial's peak is its own (Linux: clear_refs 5).
+void reset_group_peaks(pid_t pgid) {
+  DIR* d = ::opendir("/proc");
+  if (!d) return;
+  while (dirent* e = ::readdir(d)) {
+    if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
+    if (proc_pgrp(e->d_name) != pgid) continue;
+    std::ofstream(std::string("/proc/") + e->d_name + "/clear_refs") << "5";
+  }
+  ::closedir(d);
+}
+
+// The reader never sees half a message: written beside, then renamed.
+void write_file_atomically(const std::filesystem::path& path, const std::string& text) {
+  const std::filesystem::path tmp = path.string() + ".tmp";
+  std::ofstream(tmp, std::ios::binary | std::ios::trunc) << text;
+  std::error_code ec;
+  std::filesystem::rename(tmp, path, ec);
+}
+
+}  // namespace
+
+ExternalRun run_external(const ExternalCommand& cmd, const std::map<std::string, std::string>& extra_env,
+                         const ChildOptions& opt) {
+  const auto t0 = Clock::now();
+  remove_stale_result(cmd);
+  Fd out_r, err_r;
+  ExternalRun run;
+  const pid_t pid = spawn_external(cmd, extra_env, opt, out_r, err_r, run.spawn_error);
+  if (pid < 0) return run;
+  run = supervise(pid, out_r, err_r, nullptr, watched_options(cmd, opt), t0);
+  take_result(cmd, run);
+  return run;
+}
+
+ExternalRun WarmWorker::run(const ExternalCommand& cmd, const std::map<std::string, std::string>& extra_env,
+                            const ChildOptions& opt) {
+  const auto t0 = Clock::now();
+  remove_stale_result(cmd);
+  const std::string trial = cmd.env.count("AUTOTUNE_TRIAL") ? cmd.env.at("AUTOTUNE_TRIAL") : std::string();
+  Fd out_r, err_r;
+  if (m_pid > 0) {
+    // A worker that ended while idle (its script returned, a crash between
+    // trials) did not run this trial: a fresh one does.
+    siginfo_t info{};
+    if (::waitid(P_PID, static_cast<id_t>(m_pid), &info, WEXITED | WNOHANG | WNOWAIT) == 0 && info.si_pid == m_pid)
+      stop();
+  }
+  if (m_pid > 0) {
+    out_r.fd = m_out;
+    err_r.fd = m_err;
+    reset_group_peaks(m_pid);
+    nlohmann::json env = nlohmann::json::object();
+    for (const auto& [k, v] : cmd.env)
+      if (k.rfind("AUTOTUNE_", 0) == 0) env[k] = v;
+    write_file_atomically(m_dir / "next.json", nlohmann::json{{"env", env}}.dump());
+  } else {
+    std::error_code ec;
+    const auto base = std::filesystem::temp_directory_path(ec);
+    static std::atomic<unsigned> counter{0};
+    m_dir = (ec ? std::filesystem::path("/tmp") : base) /
+            fmt::format("autotune-warm-{}-{}", ::getpid(), counter++);
+    std::filesystem::remove_all(m_dir, ec);
+    std::filesystem::create_directories(m_dir, ec);
+    ExternalCommand first = cmd;
+    first.env["AUTOTUNE_WARM_DIR"] = m_dir.string();
+    ExternalRun failed;
+    // Forked from a thread of its own that lives as long as the worker: the
+    // kernel kills a child whose parent *thread* ends (PR_SET_PDEATHSIG),
+    // and the slot's thread that asks for this trial ends with it.
+    std::promise<pid_t> started;
+    auto pid = started.get_future();
+    m_release = false;
+    m_keeper = std::thread([&, this] {
+      started.set_value(spawn_external(first, extra_env, opt, out_r, err_r, failed.spawn_error));
+      std::unique_lock<std::mutex> lock(m_mu);
+      m_cv.wait(lock, [this] { return m_release; });
+    });
+    m_pid = pid.get();
+    if (m_pid < 0) {
+      stop();
+      return failed;
     }
   }
+  ChildOptions watched = watched_options(cmd, opt);
+  const std::filesystem::path ready = m_dir / ("ready-" + trial);
+  watched.trial_done = [&ready] {
+    std::error_code ec;
+    return std::filesystem::exists(ready, ec);
+  };
+  ExternalRun run = supervise(m_pid, out_r, err_r, nullptr, watched, t0);
+  take_result(cmd, run);
+  if (run.worker_kept) {
+    std::error_code ec;
+    std::filesystem::remove(ready, ec);
+    m_out = std::exchange(out_r.fd, -1);
+    m_err = std::exchange(err_r.fd, -1);
+  } else {
+    m_out = m_err = -1;  // closed with out_r and err_r
+    m_pid = -1;          // reaped, its group killed
+    stop();
+  }
   return run;
+}
+
+void WarmWorker::stop() {
+  if (m_pid > 0) {
+    // Asked first (trials() returns and the script ends as it would),
+    // then its group killed; reaped either way.
+    write_file_atomically(m_dir / "stop", "");
+    const auto t0 = Clock::now();
+    int status = 0;
+    while (::waitpid(m_pid, &status, WNOHANG) == 0 && since(t0) < 2.0) ::usleep(10000);
+    ::killpg(m_pid, SIGKILL);
+    while (::waitpid(m_pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    m_pid = -1;
+  }
+  if (m_keeper.joinable()) {
+    {
+      std::lock_guard<std::mutex> lock(m_mu);
+      m_release = true;
+    }
+    m_cv.notify_all();
+    m_keeper.join();
+  }
+  for (int* fd : {&m_out, &m_err})
+    if (*fd >= 0) ::close(std::exchange(*fd, -1));
+  if (!m_dir.empty()) {
+    std::error_code ec;
+    std::filesystem::remove_all(m_dir, ec);
+    m_dir.clear();
+  }
 }
 
 std::optional<Outcome> classify_termination(const ExternalRun& run) {

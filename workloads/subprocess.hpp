@@ -17,8 +17,11 @@
 // Not covered: a descendant that leaves the group (setsid, setpgid) escapes
 // the final kill, and grandchildren outlive a tuner that was SIGKILLed; both
 // need cgroups, which we do not assume.
+#include <condition_variable>
 #include <cstddef>
 #include <functional>
+#include <mutex>
+#include <thread>
 
 #include "workloads/workload.hpp"
 
@@ -40,6 +43,10 @@ struct ChildOptions {
   // ExternalCommand.
   std::filesystem::path result_file;
   double exit_grace_s = 0;
+  // A warm worker's trial: polled; true when the process says the trial is
+  // over and it waits for the next one. The run then returns with the
+  // process alive (ExternalRun::worker_kept) instead of waiting for its exit.
+  std::function<bool()> trial_done;
 };
 
 // Forks a child that runs `body(result_fd)` in this program (no exec), with
@@ -53,6 +60,46 @@ ExternalRun run_forked(const std::function<int(int result_fd)>& body, const Chil
 // kept) removes cmd.result_file.
 ExternalRun run_external(const ExternalCommand& cmd, const std::map<std::string, std::string>& extra_env,
                          const ChildOptions& opt);
+
+// A warm worker: one process group (`shell -c command`) that runs trial
+// after trial, so that a job's start-up is paid once. The first trial
+// starts it with that trial's environment plus AUTOTUNE_WARM_DIR (a folder
+// of its own); autotune_trial.trials() then writes `ready-<trial>` there
+// once a trial is over and its loader's workers are gone, and waits for
+// `next.json` ({"env": {AUTOTUNE_*...}}) or `stop`. Isolation is a cold
+// trial's: its own process group, the timeout and Ctrl-C kill the group,
+// and a worker that dies mid-trial gives the trial the status a cold
+// trial's death would. A script that never enters trials() exits after its
+// first trial: each trial then starts it anew. Per-trial figures: the
+// group's peak memory counters (VmHWM) are reset before each trial after
+// the first, and each trial's output goes to that trial's log.
+// One thread at a time (one worker per parallel slot).
+class WarmWorker {
+ public:
+  WarmWorker() = default;
+  WarmWorker(const WarmWorker&) = delete;
+  WarmWorker& operator=(const WarmWorker&) = delete;
+  ~WarmWorker() { stop(); }
+
+  // One trial of `cmd` (whose env holds the trial's AUTOTUNE_* values): sent
+  // to the live worker, or starting one (with `extra_env` and opt.cpus)
+  // when there is none. The run's worker_kept says whether it lives on.
+  ExternalRun run(const ExternalCommand& cmd, const std::map<std::string, std::string>& extra_env,
+                  const ChildOptions& opt);
+  // Ends the worker: asks it to stop, then kills its group. No-op when none.
+  void stop();
+  bool alive() const { return m_pid > 0; }
+
+ private:
+  int m_pid = -1;
+  int m_out = -1, m_err = -1;  // its output pipes' read ends
+  std::filesystem::path m_dir;
+  // The thread that forked the worker, kept until it ends (see run()).
+  std::thread m_keeper;
+  std::mutex m_mu;
+  std::condition_variable m_cv;
+  bool m_release = false;
+};
 
 // The classification every external trial shares: could not start -> error,
 // timeout -> timeout, cancelled -> timeout, SIGKILL not sent by the runner ->

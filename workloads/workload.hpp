@@ -42,6 +42,10 @@ struct ExternalCommand {
   // for it, up to the timeout (which, finding the result written, stops it
   // the same way).
   double exit_grace_s = 0;
+  // Run in a warm worker (workload `warm: true`): the process is kept
+  // between trials and sent the next trial's AUTOTUNE_* environment
+  // (autotune_trial.trials()); see WarmWorker (workloads/subprocess.hpp).
+  bool warm = false;
 };
 
 // What running an ExternalCommand (or a forked in-process trial) produced.
@@ -62,6 +66,7 @@ struct ExternalRun {
   int oom_kills = 0;           // the kernel's OOM kills (anywhere) while it ran (/proc/vmstat oom_kill)
   std::string oom_killed;      // those of its own processes, "python3 (pid 1531)", when the kernel log says
   int oom_kills_elsewhere = 0; // of those, the kernel log names only processes outside its group: how many
+  bool worker_kept = false;    // a warm worker finished the trial and waits for the next (exit_code 0)
 };
 
 struct Limits {

@@ -98,7 +98,7 @@ TEST(InitialDesign, BaselineFirstThenSpreadAwayFromTheEnds) {
 TEST(InitialDesign, LeadsWithTheMostParallelLoading) {
   auto ints = [](std::initializer_list<std::int64_t> xs) {
     std::vector<Value> v;
-    for (auto x : xs) v.push_back(Value{x});
+    for (auto x : xs) v.emplace_back(std::in_place_type<std::int64_t>, x);
     return v;
   };
   const SearchSpace space({{"batch_size", ints({32, 64, 128}), Scale::log},
