@@ -195,7 +195,7 @@ def params(**defaults):
 
 # ----------------------------------------------------------------- warm trials
 
-_WARM_READY_WAIT_S = 30.0  # at most this long for the last trial's loader workers to exit
+_WARM_READY_WAIT_S = 5.0  # at most this long for the last trial's processes to exit (under exit_grace)
 _entered_trials = False
 
 
@@ -269,6 +269,7 @@ def _release_trial(kept):
     import gc
 
     gc.collect()
+    _shut_down_loader_workers(kept)
     torch = _torch()
     if torch is not None and _cuda_in_use():
         torch.cuda.synchronize()
@@ -277,6 +278,35 @@ def _release_trial(kept):
     while set(_descendants(os.getpid())) - kept and time.monotonic() < deadline:
         gc.collect()
         time.sleep(0.01)
+
+
+def _shut_down_loader_workers(kept):
+    """The worker processes of the DataLoaders the trial started, shut down
+    the way PyTorch does it (the script's loop body may still hold its loader,
+    and persistent_workers keeps them alive while it does). A loader that
+    owned such an iterator makes a new one when next iterated. Loaders whose
+    workers were up before the trial are left alone."""
+    if _torch() is None:
+        return
+    import gc
+
+    iterators, loaders = [], []
+    for obj in gc.get_objects():
+        name = type(obj).__name__
+        if name == "_MultiProcessingDataLoaderIter":
+            pids = {getattr(w, "pid", None) for w in getattr(obj, "_workers", [])}
+            if pids - kept - {None}:
+                iterators.append(obj)
+        elif name == "DataLoader":
+            loaders.append(obj)
+    for it in iterators:
+        try:
+            it._shutdown_workers()
+        except Exception:  # already shut down, or a PyTorch without the method: the wait below decides
+            pass
+        for loader in loaders:
+            if getattr(loader, "_iterator", None) is it:
+                loader._iterator = None
 
 
 def _next_trial(warm_dir):

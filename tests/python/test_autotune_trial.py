@@ -697,6 +697,63 @@ class ThroughAutotune(unittest.TestCase):
             self.assertLess(m["measure_seconds"], 1.5, "rank 0 wrote it (rank 1's own rule runs to 2 s)")
             self.assertAlmostEqual(m["ram_bytes"], 2 * m["ram_bytes_per_rank"], delta=1e-6)
 
+    @require_torch
+    def test_twenty_warm_trials_with_real_dataloaders_leave_no_worker_behind(self):
+        # One warm worker runs 20 trials of a real DataLoader with 0-2 worker
+        # processes (persistent, as jobs set them): each trial's loader
+        # workers are gone before the next trial starts (the next trial's
+        # memory and CPUs are its own), none outlives the run, and the
+        # trials share one process.
+        if not os.environ.get("AUTOTUNE_BINARY"):
+            self.skipTest("AUTOTUNE_BINARY not set (ctest sets it)")
+        with tempfile.TemporaryDirectory() as d:
+            p = tune_in(d, """
+                    import os, torch
+                    from torch.utils.data import DataLoader, Dataset
+                    import autotune_trial
+
+                    class Ds(Dataset):
+                        def __len__(self):
+                            return 4096
+                        def __getitem__(self, i):
+                            return torch.full((16,), float(i))
+
+                    def children():
+                        out = []
+                        for name in os.listdir("/proc"):
+                            if name.isdigit():
+                                try:
+                                    with open(f"/proc/{name}/stat") as f:
+                                        if int(f.read().rsplit(")", 1)[1].split()[1]) == os.getpid():
+                                            out.append(int(name))
+                                except OSError:
+                                    pass
+                        return out
+
+                    for p in autotune_trial.trials(batch_size=8, num_workers=0):
+                        with open("pids.txt", "a") as f:
+                            f.write(f"{os.environ['AUTOTUNE_TRIAL']} {os.getpid()} {len(children())}\\n")
+                        kw = dict(persistent_workers=True, prefetch_factor=2) if p.num_workers else {}
+                        loader = DataLoader(Ds(), batch_size=p.batch_size, num_workers=p.num_workers, **kw)
+                        with autotune_trial.Meter(p, warmup_s=0.05, max_s=0.4) as m:
+                            for x in m.batches(loader):
+                                pass
+                """, "space:\n  batch_size: [8, 16, 32, 64, 128, 256, 512]\n  num_workers: [0, 1, 2]\n"
+                     "search: {strategy: grid, budget: 20}\n", workload_extra=", warm: true")
+            self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+            with open(os.path.join(d, "tuned.journal.jsonl")) as f:
+                finished = [json.loads(line) for line in f if '"finish"' in line]
+            self.assertEqual(len(finished), 20)
+            self.assertEqual({t["status"] for t in finished}, {"ok"}, finished)
+            with open(os.path.join(d, "pids.txt")) as f:
+                rows = [line.split() for line in f]
+            self.assertEqual(len(rows), 20)
+            self.assertEqual(len({pid for _, pid, _ in rows}), 1, rows)
+            self.assertEqual({n for _, _, n in rows}, {"0"}, "a trial began with an earlier trial's workers alive")
+            left = subprocess.run(["pgrep", "-f", os.path.join(d, "job.py")], capture_output=True, text=True)
+            self.assertEqual(left.stdout.strip(), "", "processes left behind")
+            self.assertIn("1 warm worker for 20 trials", p.stdout)
+
     def test_a_command_trial_imports_the_helper_with_no_install_step(self):
         if not os.environ.get("AUTOTUNE_BINARY"):
             self.skipTest("AUTOTUNE_BINARY not set (ctest sets it)")

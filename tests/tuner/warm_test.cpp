@@ -189,7 +189,8 @@ TEST_F(Warm, AScriptWithoutTheLoopRunsColdAndIsToldSo) {
 // The same configuration measured cold and warm reads the same: interleaved
 // runs of 3 trials each, medians within 3% (the job is paced by sleeps: its
 // figure is 8 samples / 4 ms whatever else the machine does; seen: medians
-// within 0.6% in 20 runs, so a false failure needs a 5x worse scatter).
+// within 0.2% in 4 runs, 3 of them with a core taken by another process, so
+// a false failure needs a scatter 15x worse than seen).
 TEST_F(Warm, ColdAndWarmMeasureTheSameThroughput) {
   std::vector<double> cold, warm;
   for (int round = 0; round < 3; ++round)
