@@ -37,8 +37,8 @@ search: {strategy: bo, budget: $budget, initial: [{batch_size: 64, num_workers: 
 YAML
       ;;
     torch | images)
-      local src=configs/command_torch.yaml
-      [ "$job" = images ] && src=configs/command_images.yaml
+      local src=$root/configs/command_torch.yaml
+      [ "$job" = images ] && src=$root/configs/command_images.yaml
       sed -e "s|^  cwd: .*|  cwd: $root/configs|" -e "s|^  warm: .*|  warm: $warm|" \
           -e "s|^  budget: .*|  budget: $budget|" -e '/^output:/d' "$src" >"$out"
       ;;
