@@ -94,6 +94,8 @@ class Surrogate {
   // loader. At the data it reads the measured rate, at a candidate the
   // compute GP's prediction.
   double m_rate_lo = 0.0, m_rate_span = 1.0;
+  std::size_t m_optimised_at = 0;  // the data size at the last hyperparameter optimisation (fit())
+  static constexpr std::size_t kLargeData = 30;
   Eigen::MatrixXd with_rate(const Eigen::MatrixXd& x, const Eigen::VectorXd& log_rate) const;
   bool fit_parts(Rng& rng, const gp::FitOptions& fo);
 };

@@ -13,6 +13,7 @@
 #include "tuner/emitter.hpp"
 #include "tuner/interrupt.hpp"
 #include "tuner/journal.hpp"
+#include "tuner/same_training.hpp"
 #include "tuner/set_aside.hpp"
 #include "tuner/report_html.hpp"
 #include "tuner/time_split.hpp"
@@ -38,6 +39,10 @@ void print_summary(const Spec& spec, const Study& r) {
     std::cout << fmt::format("        {:.1f} samples/s", r.best_outcome->throughput);
     if (auto busy = r.best_outcome->metric("gpu_busy")) std::cout << fmt::format(", busy {:.0f}%", *busy * 100);
     std::cout << "\n";
+    if (r.nearer_than)
+      std::cout << fmt::format("        trial {} measured {:.1f} samples/s, within the noise of this one, which changes "
+                               "fewer knobs from the baseline\n",
+                               r.nearer_than->trial, r.nearer_than->outcome.throughput);
     for (const ConfirmRow& row : r.confirmed)
       if (row.chosen)
         std::cout << fmt::format("        as measured again; chosen on the mean of its {} runs ({:.1f}); {} of {} "
@@ -51,6 +56,10 @@ void print_summary(const Spec& spec, const Study& r) {
                                r.best_outcome->throughput / r.baseline->outcome.throughput,
                                r.baseline->outcome.throughput,
                                spec.space.to_assignment(r.baseline->config).describe());
+      for (const std::string& line :
+           describe(training_change(spec.space.to_assignment(r.baseline->config), spec.space.to_assignment(*r.best),
+                                    spec.effective_batch.has_value())))
+        std::cout << "train:  " << line << "\n";
       // Why: where each one's time went, and the bottleneck that moved.
       const TimeSplit before = time_split(r.baseline->outcome), after = time_split(*r.best_outcome);
       if (before.known() && after.known())

@@ -1,5 +1,6 @@
 #include "tuner/emitter.hpp"
 #include "tuner/time_split.hpp"
+#include "tuner/same_training.hpp"
 #include "tuner/tuning_time.hpp"
 
 #include <fcntl.h>
@@ -52,13 +53,18 @@ void emit_metrics(YAML::Emitter& e, const Outcome& o) {
   e << YAML::EndMap;
 }
 
-// The same configuration in other tools' own keys. Only declared knobs appear.
-void emit_exports(YAML::Emitter& e, const Assignment& best) {
+// The same configuration in other tools' own keys. Only declared knobs
+// appear; the precision keys only when the answer changes the baseline's
+// precision (the user's own setting stands otherwise: precision is theirs to
+// give, and a tie never moves it).
+void emit_exports(YAML::Emitter& e, const Assignment& best, const Assignment* baseline) {
   const Value* bs = best.find("batch_size");
   const Value* workers = best.find("num_workers");
   const Value* prefetch = best.find("prefetch_factor");  // reset below when it means nothing
   const Value* pin = best.find("pin_memory");
   const Value* precision = best.find("precision");
+  if (precision && baseline)
+    if (const Value* before = baseline->find("precision"); before && *before == *precision) precision = nullptr;
   const Value* accum = best.find("grad_accum");
   const std::string prec = precision ? to_string(*precision) : "";
   // PyTorch refuses prefetch_factor when num_workers is 0: the knob table
@@ -158,6 +164,32 @@ std::string render_tuned_yaml(const Spec& spec, const Study& r) {
     }
     e << YAML::EndMap;
   }
+  // What the answer changes of the training itself (tuner/same_training.hpp).
+  if (r.baseline && best) {
+    const TrainingChange c =
+        training_change(spec.space.to_assignment(r.baseline->config), *best, spec.effective_batch.has_value());
+    if (c.batch_after || c.precision_after) {
+      e << YAML::Key << "same_training" << YAML::Value << YAML::BeginMap;
+      if (c.batch_before && c.batch_after) {
+        e << YAML::Key << "effective_batch" << YAML::Value << YAML::Flow << YAML::BeginMap;
+        e << YAML::Key << "baseline" << YAML::Value << *c.batch_before;
+        e << YAML::Key << "best" << YAML::Value << *c.batch_after;
+        e << YAML::Key << "pinned" << YAML::Value << c.pinned << YAML::EndMap;
+      }
+      if (c.precision_before && c.precision_after) {
+        e << YAML::Key << "precision" << YAML::Value << YAML::Flow << YAML::BeginMap;
+        e << YAML::Key << "baseline" << YAML::Value << *c.precision_before;
+        e << YAML::Key << "best" << YAML::Value << *c.precision_after << YAML::EndMap;
+      }
+      const auto lines = describe(c);
+      if (!lines.empty()) {
+        e << YAML::Key << "notes" << YAML::Value << YAML::BeginSeq;
+        for (const auto& l : lines) e << l;
+        e << YAML::EndSeq;
+      }
+      e << YAML::EndMap;
+    }
+  }
   // Where the time went for the baseline and the answer, and what moved.
   const auto split_of = [&](const char* key, const TimeSplit& s) {
     e << YAML::Key << key << YAML::Value << YAML::Flow << YAML::BeginMap;
@@ -227,7 +259,9 @@ std::string render_tuned_yaml(const Spec& spec, const Study& r) {
   e << YAML::Key << "space_hash" << YAML::Value << spec.space.hash();
   e << YAML::Key << "journal" << YAML::Value << spec.output.journal.string();
   e << YAML::EndMap;
-  if (best) emit_exports(e, *best);
+  const std::optional<Assignment> baseline_config =
+      r.baseline ? std::optional<Assignment>(spec.space.to_assignment(r.baseline->config)) : std::nullopt;
+  if (best) emit_exports(e, *best, baseline_config ? &*baseline_config : nullptr);
   e << YAML::EndMap;
   return std::string(e.c_str()) + "\n";
 }

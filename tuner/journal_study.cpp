@@ -104,6 +104,10 @@ std::string decide_answer(const Spec& spec, const JournalContents& j, Study& r) 
     r.settle_answer(std::nullopt);
     rule = "the fastest measured (the journal names a strategy this build does not know)";
   }
+  if (!spec.search.initial.empty()) {
+    r.prefer_closest_to(spec.search.initial.front(), spec.space.index_of("precision"));
+    if (r.nearer_than) rule += ", then among those within the noise of it the one closest to the baseline";
+  }
 
   std::vector<Config> confirmed_configs;
   for (const auto& t : j.trials)

@@ -72,6 +72,9 @@ struct Spec {
   WorkloadSpec workload;
   SearchSpace space;
   Limits limits;
+  // constraints.effective_batch: batch_size x grad_accum pinned (a rule of
+  // the space), so that every trial and the answer train with it.
+  std::optional<std::int64_t> effective_batch;
   std::string objective = "throughput";
   SearchSpec search;
   ExecutorSpec executor;

@@ -17,6 +17,7 @@ struct SpaceRead {
   std::vector<Parameter> params;  // the parameters that parsed
   bool parsed = false;            // `space` present, non-empty, every parameter parsed
   bool built = false;             // the Spec's space holds the parameters and the rules
+  std::optional<std::int64_t> effective_batch;  // constraints.effective_batch, when given
 };
 
 std::vector<std::string> names_of(const std::vector<Parameter>& params);

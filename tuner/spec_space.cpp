@@ -23,7 +23,7 @@ const std::vector<std::string> kParamKeys = {"values", "range", "step", "log", "
 // `memory:` on a parameter: which memory its value grows (search/knobs.hpp).
 const std::vector<std::string> kMemoryUses = {"device", "host", "both", "none"};
 const std::vector<std::string> kDomainForms = {"values", "range", "log", "pow2"};
-const std::vector<std::string> kConstraintKeys = {"vram", "ram", "rules"};
+const std::vector<std::string> kConstraintKeys = {"vram", "ram", "rules", "effective_batch"};
 
 bool is_identifier(std::string_view s) {
   if (s.empty() || !(std::isalpha(static_cast<unsigned char>(s[0])) || s[0] == '_')) return false;
@@ -54,6 +54,7 @@ class SpaceReader {
   void read_constraints(const Entry& e);
   void build_space();
   void check_satisfiable();
+  Loc m_effective_batch_loc;
 
   YamlReader& m_r;
   SearchSpace& m_space;
@@ -390,6 +391,14 @@ void SpaceReader::read_constraints(const Entry& e) {
   if (const Entry* r = find(keys, "ram"))
     if (auto b = m_r.get_bytes(r->value, r->loc, "constraints.ram", 0.0))
       m_limits.ram_bytes = static_cast<double>(*b);
+  if (const Entry* b = find(keys, "effective_batch")) {
+    if (auto n = m_r.get_int(b->value, b->loc, "constraints.effective_batch", 1, 1'000'000'000)) {
+      m_out.effective_batch = *n;
+      m_effective_batch_loc = b->loc;
+    } else {
+      m_rules_ok = false;
+    }
+  }
   if (const Entry* r = find(keys, "rules")) {
     m_rules_loc = r->loc;
     if (!r->value.IsSequence()) {
@@ -415,6 +424,25 @@ void SpaceReader::read_constraints(const Entry& e) {
 void SpaceReader::build_space() {
   if (!m_out.parsed) return;
   bool ok = m_rules_ok;
+  // effective_batch: a rule like any other, so every strategy keeps it; the
+  // search splits it between batch_size and grad_accum.
+  if (m_out.effective_batch) {
+    const auto names = names_of(m_out.params);
+    const bool batch = std::find(names.begin(), names.end(), "batch_size") != names.end();
+    const bool accum = std::find(names.begin(), names.end(), "grad_accum") != names.end();
+    if (!batch) {
+      m_r.fail(m_effective_batch_loc, "constraints.effective_batch",
+               "a batch_size parameter in space (effective_batch pins batch_size x grad_accum)",
+               "no batch_size among " + join(names));
+      ok = false;
+    } else {
+      const std::string rule = accum ? fmt::format("batch_size * grad_accum == {}", *m_out.effective_batch)
+                                     : fmt::format("batch_size == {}", *m_out.effective_batch);
+      if (m_rules.empty()) m_rules_loc = m_effective_batch_loc;
+      m_rules.push_back(rule);
+      m_rule_locs.push_back(m_effective_batch_loc);
+    }
+  }
   for (std::size_t i = 0; i < m_rules.size(); ++i)
     if (auto msg = RuleSet::check(m_rules[i], m_out.params)) {
       m_r.fail(m_rule_locs[i], item(m_rules_path, i),

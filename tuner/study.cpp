@@ -1,6 +1,7 @@
 #include "tuner/study.hpp"
 
 #include <algorithm>
+#include <cmath>
 
 #include "tuner/journal.hpp"
 #include "tuner/racing.hpp"
@@ -34,11 +35,55 @@ void Study::settle_answer(const std::optional<Config>& recommended) {
   }
 }
 
+namespace {
+
+// The standard error of a measurement's throughput, in samples/s (0 when it
+// reports no spread).
+double standard_error(const Outcome& o) {
+  const double rsd = o.metric("throughput_rsd").value_or(0.0);
+  const double windows = std::max(1.0, o.metric("mean_windows").value_or(o.metric("windows").value_or(1.0)));
+  return rsd * o.throughput / std::sqrt(windows);
+}
+
+}  // namespace
+
+bool within_noise(const Outcome& a, const Outcome& b) {
+  const double se = std::hypot(standard_error(a), standard_error(b));
+  const double diff = std::fabs(a.throughput - b.throughput);
+  return se > 0 ? diff <= 2.0 * se : diff <= 1e-9 * std::max(a.throughput, b.throughput);
+}
+
+int distance(const Config& a, const Config& b, std::optional<std::size_t> precision_dim) {
+  int d = 0;
+  for (std::size_t i = 0; i < std::min(a.size(), b.size()); ++i)
+    if (a[i] != b[i]) d += precision_dim && *precision_dim == i ? 2 : 1;
+  return d;
+}
+
+void Study::prefer_closest_to(const Config& baseline, std::optional<std::size_t> precision_dim) {
+  nearer_than.reset();
+  if (!best || !best_outcome) return;
+  const TrialRecord* chosen = nullptr;
+  for (const auto& t : trials)
+    if (t.config == *best && t.outcome.ok()) chosen = &t;
+  if (!chosen) return;
+  const TrialRecord* nearest = chosen;
+  for (const auto& t : trials) {
+    if (!t.outcome.ok() || was_raced(t.outcome) || !within_noise(t.outcome, chosen->outcome)) continue;
+    const int d = distance(t.config, baseline, precision_dim), dn = distance(nearest->config, baseline, precision_dim);
+    if (d < dn || (d == dn && t.outcome.throughput > nearest->outcome.throughput)) nearest = &t;
+  }
+  if (nearest == chosen) return;
+  nearer_than = *chosen;
+  best = nearest->config;
+  best_outcome = nearest->outcome;
+}
+
 Replay replay_journal(const JournalContents& j, const SearchSpace& space, const std::filesystem::path& path) {
   if (j.header.value("space_hash", "") != space.hash())
     throw StudyError(path.string() + " records another search space (hash " + j.header.value("space_hash", "?") +
                      ", this spec " + space.hash() +
-                     "); refusing to resume. Use another output path, or drop --resume to start anew.");
+                     "); refusing to resume.");
   Replay r;
   for (const auto& t : j.trials) {
     r.next_trial = std::max(r.next_trial, t.trial + 1);

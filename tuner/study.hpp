@@ -53,7 +53,23 @@ struct Study {
   // unless that trial was raced (stopped below its bar, tuner/racing.hpp);
   // then the fastest trial measured in full. None when nothing ran.
   void settle_answer(const std::optional<Config>& recommended);
+  // Occam's answer: among the search trials measured in full that the
+  // measurements cannot tell apart from the answer, the one closest to
+  // `baseline` (fewest knobs changed; a change of the knob at
+  // `precision_dim` counts as two: it changes the numerics). Sets
+  // `nearer_than` to the faster trial it was preferred to, if any.
+  void prefer_closest_to(const Config& baseline, std::optional<std::size_t> precision_dim);
+  std::optional<TrialRecord> nearer_than;  // the fastest trial, when Occam's answer is another
 };
+
+// Whether two measurements of throughput cannot be told apart: their
+// difference is within twice its standard error, each one's from its
+// windows' spread (throughput_rsd over the square root of mean_windows);
+// measurements that report no spread only when equal.
+bool within_noise(const Outcome& a, const Outcome& b);
+
+// Knobs that differ between two configurations, a change at `precision_dim` counting two.
+int distance(const Config& a, const Config& b, std::optional<std::size_t> precision_dim);
 
 // What a journal holds for `space`: its finished trials (replayed), its
 // confirmations, the configurations started but never finished (run again

@@ -46,6 +46,8 @@ class TuningRun {
     std::optional<Config> recommended;
     if (m_study.stopped_by != "failed") guarded([&] { recommended = m_strategy->recommend(); });
     m_study.settle_answer(recommended);
+    if (!m_spec.search.initial.empty())
+      m_study.prefer_closest_to(m_spec.search.initial.front(), m_space.index_of("precision"));
     if (m_spec.search.confirm > 0 && m_study.stopped_by != "interrupted" && m_study.stopped_by != "failed")
       guarded([&] { confirm(); });
     m_progress.finish();

@@ -216,6 +216,7 @@ void GaussianProcess::clamp_theta(Eigen::VectorXd& t, const FitOptions& o) const
 
 bool GaussianProcess::fit(std::mt19937_64& rng, const FitOptions& o) {
   const auto dim = static_cast<unsigned>(m_groups + 2);
+  if (!o.optimise && m_have_optimum && m_theta.size() == static_cast<Eigen::Index>(dim) && condition()) return true;
   std::vector<double> lower(dim), upper(dim);
   for (int i = 0; i < m_groups; ++i) {
     lower[static_cast<std::size_t>(i)] = std::log(o.min_length_scale);

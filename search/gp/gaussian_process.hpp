@@ -37,6 +37,9 @@ struct FitOptions {
   double max_noise = 2.0;
   double min_signal = 0.05;
   double max_signal = 20.0;
+  // false: keep the hyperparameters of the last fit and only condition on
+  // the data (a fit with no optimum yet optimises all the same).
+  bool optimise = true;
 };
 
 class GaussianProcess {

@@ -259,3 +259,34 @@ TEST(GaussianProcess, BelieverTakesPendingPointsTheGivenSdsUnderTheirMean) {
 
 }  // namespace
 }  // namespace autotune::gp
+
+namespace autotune::gp {
+namespace {
+
+// A fit told not to optimise keeps the hyperparameters of the last fit and
+// conditions on the new data: its posterior passes through the new point.
+// With no optimum yet it optimises all the same.
+TEST(GaussianProcess, AFitWithoutOptimisingKeepsTheHyperparametersAndConditions) {
+  std::mt19937_64 rng(3);
+  auto gp = make_gp();
+  FitOptions keep;
+  keep.optimise = false;
+  Eigen::MatrixXd x = points(20, rng);
+  gp.set_data(x, f(x));
+  ASSERT_TRUE(gp.fit(rng, keep));  // no optimum yet: optimised
+  const Eigen::VectorXd theta = gp.theta();
+  EXPECT_FALSE(theta.isApprox(GaussianProcess({0, 1, 2, 3, 3, 3}).theta())) << "it optimised";
+  Eigen::MatrixXd more = points(21, rng);
+  more.topRows(20) = x;
+  gp.set_data(more, f(more));
+  ASSERT_TRUE(gp.fit(rng, keep));
+  EXPECT_TRUE(gp.theta().isApprox(theta));
+  Eigen::VectorXd mean, var;
+  gp.predict(more.bottomRows(1), mean, var);
+  EXPECT_NEAR(mean[0], f(more.bottomRows(1))[0], 0.05) << "conditioned on the new point";
+  ASSERT_TRUE(gp.fit(rng));  // optimise: the hyperparameters move
+  EXPECT_FALSE(gp.theta().isApprox(theta));
+}
+
+}  // namespace
+}  // namespace autotune::gp

@@ -16,6 +16,7 @@
 #include "tuner/emitter.hpp"
 #include "tuner/interrupt.hpp"
 #include "tuner/journal.hpp"
+#include "tuner/same_training.hpp"
 #include "tuner/scheduler.hpp"
 #include "workloads/synthetic.hpp"
 #include "workloads/workloads.hpp"
@@ -300,12 +301,20 @@ TEST_F(TuneTest, TunedYamlReadsBackWithBestBaselineSearchAndExports) {
   if (best.get_int("num_workers", 0) == 0) {
     EXPECT_FALSE(ex["torch_dataloader"]["prefetch_factor"]);
   }
-  // Hugging Face: the precision is stated whatever it is (fp32 too), so it
-  // overrides a script's own setting.
+  // The precision is the user's: stated (fp32 too, to override a script's
+  // own setting) only when the answer changes the baseline's.
   const std::string prec = best.get_string("precision", "");
-  ASSERT_TRUE(ex["hf_training_arguments"]["bf16"]) << "precision " << prec;
-  EXPECT_EQ(ex["hf_training_arguments"]["bf16"].as<bool>(), prec == "bf16");
-  EXPECT_EQ(ex["hf_training_arguments"]["fp16"].as<bool>(), prec == "fp16");
+  const std::string before = spec.space.to_assignment(r.baseline->config).get_string("precision", "");
+  EXPECT_EQ(y["same_training"]["precision"]["baseline"].as<std::string>(), before);
+  EXPECT_EQ(y["same_training"]["precision"]["best"].as<std::string>(), prec);
+  if (prec == before) {
+    EXPECT_FALSE(ex["hf_training_arguments"]["bf16"]) << "precision " << prec;
+    EXPECT_FALSE(ex["lightning_trainer"]["precision"]);
+  } else {
+    ASSERT_TRUE(ex["hf_training_arguments"]["bf16"]) << "precision " << prec;
+    EXPECT_EQ(ex["hf_training_arguments"]["bf16"].as<bool>(), prec == "bf16");
+    EXPECT_EQ(ex["hf_training_arguments"]["fp16"].as<bool>(), prec == "fp16");
+  }
   // No temp file is left beside it.
   for (const auto& e : std::filesystem::directory_iterator(m_dir))
     EXPECT_EQ(e.path().filename().string().find(".tmp."), std::string::npos);
@@ -455,6 +464,116 @@ TEST_F(TuneTest, NotesAreJournaledAndReplayed) {
   JournalContents same = c;
   same.header["space_hash"] = space.hash();
   EXPECT_EQ(replay_journal(same, space, path).study.notes, c.notes);
+}
+
+}  // namespace
+}  // namespace autotune
+
+namespace autotune {
+namespace {
+
+class SameTraining : public TuneTest {};
+
+// Occam's answer: configurations that measure the same (here only the batch
+// and the workers matter; pin_memory, precision, prefetch and accumulation
+// change nothing) answer with the one closest to the baseline: its
+// precision, pinning and accumulation, and the exports leave the precision
+// alone.
+TEST_F(SameTraining, ATieAnswersWithTheBaselinesKnobs) {
+  Spec spec = make_spec("grid", 0);
+  Study r = run_tuning(
+      spec,
+      [](const Assignment& a, const TrialContext&) {
+        const double b = static_cast<double>(a.get_int("batch_size", 0));
+        return Outcome::success(b * (1.0 + static_cast<double>(a.get_int("num_workers", 0))));
+      },
+      {});
+  ASSERT_TRUE(r.best);
+  const Assignment best = spec.space.to_assignment(*r.best);
+  EXPECT_EQ(best.get_int("batch_size", 0), 512) << best.describe();
+  EXPECT_EQ(best.get_int("num_workers", 0), 12);
+  EXPECT_EQ(best.get_string("precision", ""), "fp32");
+  EXPECT_FALSE(best.get_bool("pin_memory", true));
+  EXPECT_EQ(best.get_int("grad_accum", 0), 1);
+  EXPECT_EQ(best.get_int("prefetch_factor", 0), 2);
+  write_tuned_yaml(spec, r, spec.output.tuned);
+  const YAML::Node y = YAML::LoadFile(spec.output.tuned.string());
+  EXPECT_FALSE(y["exports"]["hf_training_arguments"]["bf16"]);
+  EXPECT_FALSE(y["exports"]["lightning_trainer"]["precision"]);
+}
+
+// Within the noise (the windows' spread), not only exact ties.
+TEST_F(SameTraining, MeasurementsWithinTheirNoiseAreTiesAndBeyondItAreNot) {
+  auto m = [](double t, double rsd, double windows) {
+    Outcome o = Outcome::success(t);
+    o.metrics["throughput_rsd"] = rsd;
+    o.metrics["mean_windows"] = windows;
+    return o;
+  };
+  // 2% spread over 4 windows: a standard error of 1% each, 1.4% for the difference.
+  EXPECT_TRUE(within_noise(m(1000, 0.02, 4), m(975, 0.02, 4)));
+  EXPECT_FALSE(within_noise(m(1000, 0.02, 4), m(960, 0.02, 4)));
+  EXPECT_TRUE(within_noise(Outcome::success(5), Outcome::success(5)));
+  EXPECT_FALSE(within_noise(Outcome::success(5), Outcome::success(5.01)));
+}
+
+// constraints.effective_batch pins batch_size x grad_accum: every trial of
+// every strategy keeps it, and the summary says the answer kept it.
+TEST_F(SameTraining, APinnedEffectiveBatchIsKeptByEveryTrial) {
+  for (const char* strategy : {"bo", "anneal", "random", "grid", "heuristic"}) {
+    auto loaded = load_spec_text(
+        "workload: {kind: synthetic, profile: balanced}\n"
+        "space:\n"
+        "  batch_size: {values: [16, 32, 64, 128, 256]}\n"
+        "  num_workers: {range: [0, 4]}\n"
+        "  grad_accum: {values: [1, 2, 4, 8, 16]}\n"
+        "constraints: {effective_batch: 128}\n"
+        "search: {strategy: " + std::string(strategy) + ", budget: 12, seed: 1,"
+        " initial: [{batch_size: 32, num_workers: 0, grad_accum: 4}]}\n",
+        "t.yaml", m_dir);
+    ASSERT_TRUE(loaded.errors.empty()) << loaded.errors.front().format();
+    Spec spec = std::move(*loaded.spec);
+    spec.output.journal = m_dir / (std::string(strategy) + ".journal.jsonl");
+    ASSERT_EQ(spec.effective_batch, 128);
+    auto w = synthetic();
+    Study r = run_tuning(spec, measure_with(*w), {});
+    ASSERT_FALSE(r.trials.empty()) << strategy;
+    for (const auto& t : r.trials) {
+      const Assignment a = spec.space.to_assignment(t.config);
+      EXPECT_EQ(a.get_int("batch_size", 0) * a.get_int("grad_accum", 0), 128) << strategy << ": " << a.describe();
+    }
+    ASSERT_TRUE(r.best) << strategy;
+    const Assignment best = spec.space.to_assignment(*r.best);
+    EXPECT_EQ(best.get_int("batch_size", 0) * best.get_int("grad_accum", 0), 128) << strategy;
+  }
+}
+
+TEST_F(SameTraining, AnEffectiveBatchWithoutABatchSizeIsASpecError) {
+  auto loaded = load_spec_text(
+      "workload: {kind: synthetic}\nspace:\n  num_workers: {range: [0, 4]}\nconstraints: {effective_batch: 64}\n",
+      "t.yaml", m_dir);
+  ASSERT_EQ(loaded.errors.size(), 1u);
+  EXPECT_EQ(loaded.errors[0].key_path, "constraints.effective_batch");
+  EXPECT_EQ(loaded.errors[0].line, 4);
+}
+
+// Without a pin, a change of the effective batch or the precision is said
+// in words, and tuned.yaml carries both.
+TEST(TrainingChange, SaysWhatTheAnswerChangesOfTheTraining) {
+  const Assignment before({{"batch_size", Value{std::int64_t{32}}},
+                           {"grad_accum", Value{std::int64_t{1}}},
+                           {"precision", Value{std::string("fp32")}}});
+  const Assignment after({{"batch_size", Value{std::int64_t{128}}},
+                          {"grad_accum", Value{std::int64_t{2}}},
+                          {"precision", Value{std::string("bf16")}}});
+  const auto lines = describe(training_change(before, after, false));
+  ASSERT_EQ(lines.size(), 2u);
+  EXPECT_NE(lines[0].find("effective batch 32 -> 256 (8x"), std::string::npos) << lines[0];
+  EXPECT_NE(lines[0].find("effective_batch: 32"), std::string::npos) << lines[0];
+  EXPECT_NE(lines[1].find("precision fp32 -> bf16: a change of numerics"), std::string::npos) << lines[1];
+  const auto same = describe(training_change(before, before, true));
+  ASSERT_EQ(same.size(), 1u);
+  EXPECT_NE(same[0].find("effective batch 32, as the baseline's"), std::string::npos) << same[0];
 }
 
 }  // namespace
