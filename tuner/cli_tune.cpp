@@ -11,6 +11,7 @@
 #include "tuner/cli_commands.hpp"
 #include "tuner/cli_common.hpp"
 #include "tuner/emitter.hpp"
+#include "tuner/explain.hpp"
 #include "tuner/interrupt.hpp"
 #include "tuner/journal.hpp"
 #include "tuner/same_training.hpp"
@@ -56,6 +57,8 @@ void print_summary(const Spec& spec, const Study& r) {
                                r.best_outcome->throughput / r.baseline->outcome.throughput,
                                r.baseline->outcome.throughput,
                                spec.space.to_assignment(r.baseline->config).describe());
+      for (std::size_t i = 0; i < r.knobs.size(); ++i)
+        std::cout << (i == 0 ? "knobs:  " : "        ") << describe(r.knobs[i]) << "\n";
       for (const std::string& line :
            describe(training_change(spec.space.to_assignment(r.baseline->config), spec.space.to_assignment(*r.best),
                                     spec.effective_batch.has_value())))
@@ -77,8 +80,9 @@ void print_summary(const Spec& spec, const Study& r) {
   std::string tally;
   for (Status s : kAllStatuses)
     if (counts[s]) tally += fmt::format("{}{} {}", tally.empty() ? "" : ", ", counts[s], to_string(s));
-  std::cout << fmt::format("trials: {} ({}){} in {:.1f}s, stopped by {}\n", r.trials.size(), tally,
+  std::cout << fmt::format("trials: {} ({}){}{} in {:.1f}s, stopped by {}\n", r.trials.size(), tally,
                            r.confirmations.empty() ? "" : fmt::format(" + {} confirmations", r.confirmations.size()),
+                           r.explanations.empty() ? "" : fmt::format(" + {} to explain the answer", r.explanations.size()),
                            r.elapsed_s, r.stopped_by);
   const TuningTime time = tuning_time(r);
   if (time.total_s > 0) std::cout << "time:   " << describe(time) << "\n";

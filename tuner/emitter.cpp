@@ -164,6 +164,21 @@ std::string render_tuned_yaml(const Spec& spec, const Study& r) {
     }
     e << YAML::EndMap;
   }
+  // What each knob the answer moved is worth (tuner/explain.hpp).
+  if (!r.knobs.empty()) {
+    e << YAML::Key << "knobs" << YAML::Value << YAML::BeginSeq;
+    for (const KnobRow& k : r.knobs) {
+      e << YAML::Flow << YAML::BeginMap;
+      e << YAML::Key << "knob" << YAML::Value << k.knob;
+      e << YAML::Key << "baseline" << YAML::Value << k.baseline;
+      e << YAML::Key << "best" << YAML::Value << k.best;
+      if (k.worth) e << YAML::Key << "worth" << YAML::Value << round_sig(*k.worth, 4);
+      e << YAML::Key << "kept_at_baseline" << YAML::Value << k.put_back;
+      if (!k.note.empty()) e << YAML::Key << "note" << YAML::Value << k.note;
+      e << YAML::EndMap;
+    }
+    e << YAML::EndSeq;
+  }
   // What the answer changes of the training itself (tuner/same_training.hpp).
   if (r.baseline && best) {
     const TrainingChange c =

@@ -115,6 +115,7 @@ JournalContents read_journal(const std::filesystem::path& path) {
         out.trials.push_back({rec.at("trial").get<int>(), assignment_from_json(rec.at("config")), std::nullopt,
                               rec.value("confirm", false)});
         out.trials.back().start_time = rec.value("time", 0.0);
+        out.trials.back().explain = rec.value("explain", false);
         out.trials.back().proposed_as = rec.value("proposed_as", "");
       } else if (type == "finish") {
         const int trial = rec.at("trial").get<int>();
@@ -126,6 +127,7 @@ JournalContents read_journal(const std::filesystem::path& path) {
           t = &out.trials.back();
         }
         t->confirm = rec.value("confirm", false);
+        t->explain = rec.value("explain", false);
         t->outcome = outcome_from_json(rec);
         t->finish_time = rec.value("time", 0.0);
       }
@@ -193,21 +195,23 @@ void JournalWriter::note(const std::string& text, double time_s) {
 }
 
 void JournalWriter::started(int trial, const Assignment& config, double time_s, bool confirm,
-                            std::string_view proposed_as) {
+                            std::string_view proposed_as, bool explain) {
   nlohmann::json rec = {{"type", "start"}, {"trial", trial}, {"config", to_json(config)}, {"time", time_s}};
   if (confirm) rec["confirm"] = true;
+  if (explain) rec["explain"] = true;
   if (!proposed_as.empty()) rec["proposed_as"] = std::string(proposed_as);
   append(rec);
 }
 
 void JournalWriter::finished(int trial, const Assignment& config, const Outcome& outcome, double time_s,
-                             bool confirm) {
+                             bool confirm, bool explain) {
   nlohmann::json rec = to_json(outcome);
   rec["type"] = "finish";
   rec["trial"] = trial;
   rec["config"] = to_json(config);
   rec["time"] = time_s;
   if (confirm) rec["confirm"] = true;
+  if (explain) rec["explain"] = true;
   append(rec);
 }
 

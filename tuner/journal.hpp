@@ -15,8 +15,9 @@
 // a stopped run started and never finished).
 //
 // A re-measurement of a finished configuration after the search
-// (`search.confirm`) carries "confirm":true on both records; it is never a
-// search trial.
+// (`search.confirm`) carries "confirm":true on both records, a measurement
+// of what a knob of the answer is worth (`search.explain`) "explain":true;
+// neither is ever a search trial.
 //
 // Reading: a torn last line (the tuner died mid-write) is dropped; a line that
 // does not parse anywhere else is an error. `time` is seconds since the run began.
@@ -39,6 +40,7 @@ struct JournalTrial {
   Assignment config;
   std::optional<Outcome> outcome;  // empty: started, never finished
   bool confirm = false;            // a re-measurement after the search
+  bool explain = false;            // a measurement of what one knob of the answer is worth (tuner/explain.hpp)
   std::string proposed_as;         // the start record's word ("model", ...); empty in older journals
   double start_time = 0;           // the records' `time`: seconds since the run began
   double finish_time = 0;
@@ -87,8 +89,9 @@ class JournalWriter {
   // proposed_as: what the strategy proposed it as (Strategy::proposed_as(),
   // or "rerun"); not written when empty.
   void started(int trial, const Assignment& config, double time_s, bool confirm = false,
-               std::string_view proposed_as = {});
-  void finished(int trial, const Assignment& config, const Outcome& outcome, double time_s, bool confirm = false);
+               std::string_view proposed_as = {}, bool explain = false);
+  void finished(int trial, const Assignment& config, const Outcome& outcome, double time_s, bool confirm = false,
+                bool explain = false);
   void note(const std::string& text, double time_s);
   const std::filesystem::path& path() const { return m_path; }
 

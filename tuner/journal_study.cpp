@@ -1,6 +1,7 @@
 #include "tuner/journal_study.hpp"
 
 #include "tuner/confirm.hpp"
+#include "tuner/explain.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -69,6 +70,7 @@ Spec spec_of(const std::filesystem::path& path, const JournalContents& j) {
   for (const auto& a : h.value("initial", nlohmann::json::array()))
     if (auto c = spec.space.from_assignment(assignment_from_json(a))) spec.search.initial.push_back(*c);
   spec.search.confirm = h.value("confirm", 0);
+  spec.search.explain = h.value("explain", false);  // journals from before it knew no explanation
   if (h.contains("limits")) {
     spec.limits.vram_bytes = h["limits"].value("vram_bytes", 0.0);
     spec.limits.ram_bytes = h["limits"].value("ram_bytes", 0.0);
@@ -124,6 +126,13 @@ std::string decide_answer(const Spec& spec, const JournalContents& j, Study& r) 
     rule += ", re-measured after the search and chosen on the mean of its runs";
   }
   if (!spec.search.initial.empty()) r.find_baseline(spec.search.initial.front());
+  for (const auto& t : j.trials)
+    if (t.explain && t.outcome) r.explanations.push_back({t.trial, config_in(spec.space, t), *t.outcome, true});
+  if (spec.search.explain && r.baseline) {
+    const std::optional<Config> before = r.best;
+    explain_answer(r, spec.space, [&r](const Config& c) { return earlier_measurement(r, c); });
+    if (r.best != before) rule += ", with the knobs worth less than the noise put back to the baseline's";
+  }
   return rule;
 }
 
@@ -192,7 +201,7 @@ RunState state_of(const std::filesystem::path& path, const Spec& spec, const Jou
 std::vector<const JournalTrial*> finished_search_trials(const JournalContents& j) {
   std::vector<const JournalTrial*> out;
   for (const auto& t : j.trials)
-    if (t.outcome && !t.confirm) out.push_back(&t);
+    if (t.outcome && !t.confirm && !t.explain) out.push_back(&t);
   std::stable_sort(out.begin(), out.end(),
                    [](const JournalTrial* a, const JournalTrial* b) { return a->finish_time < b->finish_time; });
   return out;

@@ -68,6 +68,15 @@ void Progress::note(const std::string& text) {
   *m_out << "note: " << text << "\n";
 }
 
+void Progress::explain(const TrialRecord& t, const std::string& config, double elapsed) {
+  if (!m_out) return;
+  finish();
+  const std::string what = t.outcome.ok() ? fmt::format("{:.1f} samples/s", t.outcome.throughput)
+                                          : std::string(to_string(t.outcome.status));
+  *m_out << fmt::format("explain trial {}  {}  ({})  elapsed {}{}\n", t.trial, what, config,
+                        format_duration(elapsed), reason_suffix(t.outcome));
+}
+
 void Progress::say(const std::string& text) {
   if (!m_out) return;
   finish();

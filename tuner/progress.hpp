@@ -20,6 +20,8 @@ class Progress {
   // A re-measurement after the search (search.confirm).
   void confirm(const TrialRecord& t, double search_throughput, int i, int n, double elapsed);
   void note(const std::string& text);
+  // An explanation trial: the answer with a knob put back (tuner/explain.hpp).
+  void explain(const TrialRecord& t, const std::string& config, double elapsed);
   // A line the user should see whatever --verbose says ("autotune: ...").
   void say(const std::string& text);
   void finish();

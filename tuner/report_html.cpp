@@ -112,8 +112,8 @@ std::string trials_panel(const JournalStudy& s) {
       // Sorted by their place in the domain (fp32 < tf32 < fp16 as declared), not as text.
       row.push_back(cell(v ? to_string(*v) : "", c ? std::optional<double>((*c)[d]) : std::nullopt));
     }
-    std::string note = j.confirm ? "re-measurement" : "";
-    if (best && c == best && !j.confirm) note = "the answer";
+    std::string note = j.confirm ? "re-measurement" : j.explain ? "a knob put back (explain)" : "";
+    if (best && c == best && !j.confirm && !j.explain) note = "the answer";
     if (!j.outcome) {
       row.push_back(cell("running", std::nullopt, "status-running"));
       for (int k = 0; k < 4; ++k) row.push_back(cell(""));

@@ -35,6 +35,7 @@ struct SearchSpec {
   bool until_converged = false;  // `budget: {until_converged: true}`: stop once the strategy says it converged
   std::uint64_t seed = 0;
   std::vector<Config> initial;   // validated: in the space and satisfying the rules
+  bool explain = true;           // after the search, measure what each knob the answer moved is worth (tuner/explain.hpp)
   int confirm = 0;               // after the search, re-measure this many of the best once each (tuner/confirm.hpp)
   int parallel = 1;              // trials in flight
   // Racing (tuner/racing.hpp): a trial surely below (1 - race_margin) x the

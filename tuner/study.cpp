@@ -90,10 +90,10 @@ Replay replay_journal(const JournalContents& j, const SearchSpace& space, const 
     auto c = space.from_assignment(t.config);
     if (!c)
       throw StudyError(path.string() + ": trial " + std::to_string(t.trial) + " has a configuration outside this space");
-    if (t.confirm) {  // never told to a strategy: it saw this configuration's search trial
+    if (t.confirm || t.explain) {  // never told to a strategy: it saw this configuration's search trial
       if (t.outcome) {
         r.earlier_s += t.outcome->seconds;
-        r.study.confirmations.push_back({t.trial, *c, *t.outcome, true});
+        (t.explain ? r.study.explanations : r.study.confirmations).push_back({t.trial, *c, *t.outcome, true});
       }
       continue;
     }

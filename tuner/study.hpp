@@ -33,10 +33,21 @@ struct ConfirmRow {
   bool chosen = false;
 };
 
+// What one knob the answer moved from the baseline is worth: the answer's
+// throughput over the answer's with that knob put back (tuner/explain.hpp).
+struct KnobRow {
+  std::string knob, baseline, best;  // the knob and its two values
+  std::optional<double> worth;       // answer / put back - 1; none when it could not be measured
+  std::string note;                  // "within noise", "the baseline's value fails (oom)", a rule, ...
+  bool put_back = false;             // worth less than the noise: the answer keeps the baseline's value
+};
+
 struct Study {
   std::vector<TrialRecord> trials;         // every finished search trial, the journal's first
   std::vector<TrialRecord> confirmations;  // search.confirm: re-measurements after the search, the journal's first
   std::vector<ConfirmRow> confirmed;       // search.confirm: each candidate with all its measurements
+  std::vector<TrialRecord> explanations;   // search.explain: the answer with a knob put back, the journal's first
+  std::vector<KnobRow> knobs;              // search.explain: what each knob the answer moved is worth
   std::optional<Config> best;              // the strategy's recommendation among measured ones, or the confirmed choice
   std::optional<Outcome> best_outcome;     // what was measured for it (confirmed: its re-measurement)
   std::optional<TrialRecord> baseline;     // the first `initial` configuration, when measured

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "tuner/confirm.hpp"
+#include "tuner/explain.hpp"
 #include "tuner/interrupt.hpp"
 #include "tuner/journal.hpp"
 #include "tuner/progress.hpp"
@@ -50,9 +51,11 @@ class TuningRun {
       m_study.prefer_closest_to(m_spec.search.initial.front(), m_space.index_of("precision"));
     if (m_spec.search.confirm > 0 && m_study.stopped_by != "interrupted" && m_study.stopped_by != "failed")
       guarded([&] { confirm(); });
+    if (!m_spec.search.initial.empty()) m_study.find_baseline(m_spec.search.initial.front());
+    if (m_spec.search.explain && m_study.stopped_by != "interrupted" && m_study.stopped_by != "failed")
+      guarded([&] { explain(); });
     m_progress.finish();
     m_study.elapsed_s = elapsed();
-    if (!m_spec.search.initial.empty()) m_study.find_baseline(m_spec.search.initial.front());
     return std::move(m_study);
   }
 
@@ -217,6 +220,29 @@ class TuningRun {
     choose_confirmed(candidates, m_study);
   }
 
+  // search.explain: the answer with each moved knob put back, measured
+  // where no earlier measurement (the journal's, a search trial's) serves.
+  void explain() {
+    explain_answer(m_study, m_space, [&](const Config& c) -> std::optional<Outcome> {
+      if (auto o = earlier_measurement(m_study, c)) return o;
+      if (interrupted()) m_study.stopped_by = "interrupted";
+      if (m_study.stopped_by == "interrupted") return std::nullopt;
+      const int trial = m_next_trial++;
+      const Assignment a = m_space.to_assignment(c);
+      m_journal->started(trial, a, elapsed(), /*confirm=*/false, "explain", /*explain=*/true);
+      m_scheduler.submit(trial, a);
+      const Scheduler::Done d = m_scheduler.wait_next();
+      if (cut_short_by_interrupt(d.outcome)) {
+        m_study.stopped_by = "interrupted";
+        return std::nullopt;
+      }
+      m_journal->finished(trial, a, d.outcome, elapsed(), /*confirm=*/false, /*explain=*/true);
+      m_study.explanations.push_back({trial, c, d.outcome, false});
+      m_progress.explain(m_study.explanations.back(), a.describe(), elapsed());
+      return d.outcome;
+    });
+  }
+
   const Spec& m_spec;
   const SearchSpace& m_space;
   std::unique_ptr<Strategy> m_strategy;
@@ -263,6 +289,7 @@ nlohmann::json journal_header(const Spec& spec) {
           {"budget", {{"trials", spec.search.budget_trials}, {"seconds", spec.search.budget_seconds}}},
           {"initial", initial_json(spec)},  // the baseline, for the report
           {"confirm", spec.search.confirm},
+          {"explain", spec.search.explain},
           {"limits", {{"vram_bytes", spec.limits.vram_bytes}, {"ram_bytes", spec.limits.ram_bytes}}}};
 }
 

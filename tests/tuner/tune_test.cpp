@@ -14,6 +14,7 @@
 #include <set>
 
 #include "tuner/emitter.hpp"
+#include "tuner/explain.hpp"
 #include "tuner/interrupt.hpp"
 #include "tuner/journal.hpp"
 #include "tuner/same_training.hpp"
@@ -59,6 +60,7 @@ class TuneTest : public ::testing::Test {
     s.search.initial = {Config{1, 0, 1, 0, 0, 0}};
     s.output.tuned = m_dir / "tuned.yaml";
     s.output.journal = m_dir / "tuned.journal.jsonl";
+    s.search.explain = false;  // its extra trials: the Explain and SameTraining suites
     return s;
   }
 
@@ -574,6 +576,54 @@ TEST(TrainingChange, SaysWhatTheAnswerChangesOfTheTraining) {
   const auto same = describe(training_change(before, before, true));
   ASSERT_EQ(same.size(), 1u);
   EXPECT_NE(same[0].find("effective batch 32, as the baseline's"), std::string::npos) << same[0];
+}
+
+}  // namespace
+}  // namespace autotune
+
+namespace autotune {
+namespace {
+
+// search.explain: each knob the answer moved, put back alone and measured;
+// one worth less than the noise goes back to the baseline's value and the
+// answer as emitted is measured; one that fails without its move is needed.
+TEST(Explain, PutsBackWhatBoughtNothingAndSaysWhatTheRestBought) {
+  const SearchSpace space({{"num_workers", {Value{std::int64_t{0}}, Value{std::int64_t{2}}}, Scale::linear},
+                           {"pin_memory", {Value{false}, Value{true}}, Scale::linear},
+                           {"batch_size", {Value{std::int64_t{32}}, Value{std::int64_t{64}}}, Scale::log}},
+                          {});
+  auto outcome = [](double t) {
+    Outcome o = Outcome::success(t);
+    o.metrics["throughput_rsd"] = 0.02;
+    o.metrics["mean_windows"] = 5;
+    return o;
+  };
+  Study s;
+  s.baseline = TrialRecord{1, Config{0, 0, 0}, outcome(1000), false};
+  s.best = Config{1, 1, 1};
+  s.best_outcome = outcome(3010);
+  std::vector<Config> measured;
+  explain_answer(s, space, [&](const Config& c) -> std::optional<Outcome> {
+    measured.push_back(c);
+    if (c == Config{0, 1, 1}) return outcome(1000);          // workers bought 3x
+    if (c == Config{1, 0, 1}) return outcome(3000);          // pinning bought nothing measurable
+    if (c == Config{1, 1, 0}) return Outcome::failure(Status::oom, "");  // never: batch 32 fits
+    return outcome(2990);
+  });
+  ASSERT_EQ(s.knobs.size(), 3u);
+  EXPECT_EQ(s.knobs[0].knob, "num_workers");
+  EXPECT_NEAR(*s.knobs[0].worth, 2.01, 1e-9);
+  EXPECT_FALSE(s.knobs[0].put_back);
+  EXPECT_EQ(s.knobs[1].knob, "pin_memory");
+  EXPECT_TRUE(s.knobs[1].put_back);
+  EXPECT_EQ(describe(s.knobs[1]), "pin_memory false -> true: +0.3% (within noise; kept at false)");
+  EXPECT_FALSE(s.knobs[2].worth);
+  EXPECT_NE(s.knobs[2].note.find("oom"), std::string::npos) << s.knobs[2].note;
+  // The answer emitted: pinning put back, measured as such (that was the
+  // measurement of pinning's worth: nothing is measured twice).
+  EXPECT_EQ(*s.best, (Config{1, 0, 1}));
+  EXPECT_EQ(measured.size(), 3u);
+  EXPECT_DOUBLE_EQ(s.best_outcome->throughput, 3000);
 }
 
 }  // namespace

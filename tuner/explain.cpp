@@ -1,0 +1,81 @@
+#include "tuner/explain.hpp"
+
+#include <fmt/format.h>
+
+#include "tuner/racing.hpp"
+
+namespace autotune {
+
+std::optional<Outcome> earlier_measurement(const Study& study, const Config& config) {
+  for (const auto& t : study.explanations)
+    if (t.config == config) return t.outcome;
+  for (const auto& t : study.trials)
+    if (t.config == config && !was_raced(t.outcome)) return t.outcome;
+  return std::nullopt;
+}
+
+void explain_answer(Study& s, const SearchSpace& space, const ExplainMeasure& measure) {
+  s.knobs.clear();
+  if (!s.best || !s.best_outcome || !s.baseline || !s.baseline->outcome.ok()) return;
+  const Config answer = *s.best;
+  const Config& base = s.baseline->config;
+  if (answer == base) return;
+  const Outcome measured = *s.best_outcome;
+  Config simpler = answer;
+  bool any = false;
+  std::vector<std::pair<Config, Outcome>> seen;  // this call's measurements, each asked for once
+  for (std::size_t d = 0; d < space.dims(); ++d) {
+    if (answer[d] == base[d]) continue;
+    const Parameter& p = space.param(d);
+    KnobRow row{p.name, to_string(p.values[static_cast<std::size_t>(base[d])]),
+                to_string(p.values[static_cast<std::size_t>(answer[d])]), std::nullopt, "", false};
+    Config back = answer;
+    back[d] = base[d];
+    std::optional<Outcome> o;
+    if (space.is_valid(back)) o = measure(back);
+    if (o) seen.emplace_back(back, *o);
+    if (!space.is_valid(back)) {
+      row.note = "cannot be put back alone: a rule ties it to another knob";
+    } else if (!o) {
+      row.note = "not measured";
+    } else if (!o->ok()) {
+      row.note = fmt::format("with the baseline's value the answer is {}", to_string(o->status));
+    } else {
+      row.worth = measured.throughput / o->throughput - 1.0;
+      if (within_noise(measured, *o)) {
+        row.put_back = true;
+        row.note = fmt::format("within noise; kept at {}", row.baseline);
+        simpler[d] = base[d];
+        any = true;
+      }
+    }
+    s.knobs.push_back(std::move(row));
+  }
+  if (!any) return;
+  // The answer as emitted is a configuration that was measured.
+  std::optional<Outcome> o;
+  for (const auto& [c, m] : seen)
+    if (c == simpler) o = m;
+  if (!o && space.is_valid(simpler)) o = measure(simpler);
+  if (o && o->ok()) {
+    s.best = simpler;
+    s.best_outcome = *o;
+    return;
+  }
+  for (KnobRow& row : s.knobs)
+    if (row.put_back) {
+      row.put_back = false;
+      row.note = o ? fmt::format("within noise, but with all of them put back the answer is {}; kept",
+                                 to_string(o->status))
+                   : "within noise, but the answer with them put back was not measured; kept";
+    }
+}
+
+std::string describe(const KnobRow& row) {
+  std::string out = fmt::format("{} {} -> {}", row.knob, row.baseline, row.best);
+  if (row.worth) out += fmt::format(": {:+.1f}%", *row.worth * 100.0);
+  if (!row.note.empty()) out += row.worth ? fmt::format(" ({})", row.note) : ": " + row.note;
+  return out;
+}
+
+}  // namespace autotune
