@@ -40,12 +40,12 @@ void print_summary(const Spec& spec, const Study& r) {
     std::cout << fmt::format("        {:.1f} samples/s", r.best_outcome->throughput);
     if (auto busy = r.best_outcome->metric("gpu_busy")) std::cout << fmt::format(", busy {:.0f}%", *busy * 100);
     std::cout << "\n";
-    if (r.nearer_than)
+    if (r.nearer_than && r.nearer_than->outcome.throughput > r.best_outcome->throughput)
       std::cout << fmt::format("        trial {} measured {:.1f} samples/s, within the noise of this one, which changes "
                                "fewer knobs from the baseline\n",
                                r.nearer_than->trial, r.nearer_than->outcome.throughput);
     for (const ConfirmRow& row : r.confirmed)
-      if (row.chosen)
+      if (row.chosen && row.config == *r.best)
         std::cout << fmt::format("        as measured again; chosen on the mean of its {} runs ({:.1f}); {} of {} "
                                  "candidates held up\n",
                                  row.measurements.size(), row.mean,

@@ -41,10 +41,13 @@ void explain_answer(Study& s, const SearchSpace& space, const ExplainMeasure& me
     } else if (!o->ok()) {
       row.note = fmt::format("with the baseline's value the answer is {}", to_string(o->status));
     } else {
+      // Only a gain beyond the noise keeps a change; one within it, or a
+      // loss, goes back to the baseline's value.
       row.worth = measured.throughput / o->throughput - 1.0;
-      if (within_noise(measured, *o)) {
+      const bool noise = within_noise(measured, *o);
+      if (noise || *row.worth < 0) {
         row.put_back = true;
-        row.note = fmt::format("within noise; kept at {}", row.baseline);
+        row.note = fmt::format("{}; kept at {}", noise ? "within noise" : "slower with it", row.baseline);
         simpler[d] = base[d];
         any = true;
       }

@@ -1,10 +1,10 @@
 #pragma once
 // search.explain: what each knob the answer moved from the baseline is worth.
 // The answer is measured with one knob at a time put back to the baseline's
-// value; a knob worth less than the noise (tuner/study.hpp, within_noise)
-// goes back to the baseline's value in the answer, which is then measured as
-// it is emitted. So every change the answer makes bought something, and the
-// output says what.
+// value; a knob worth less than the noise (tuner/study.hpp, within_noise),
+// or that costs throughput, goes back to the baseline's value in the
+// answer, which is then measured as it is emitted. So every change the
+// answer makes bought something, and the output says what.
 #include <functional>
 #include <optional>
 #include <string>
