@@ -1,5 +1,8 @@
 #include "tuner/report_html.hpp"
 
+#include "tuner/explain.hpp"
+#include "tuner/same_training.hpp"
+
 #include <algorithm>
 
 #include <fmt/format.h>
@@ -55,6 +58,22 @@ std::string answer_panel(const JournalStudy& s) {
       out += fmt::format("<p>Measured {} times; mean {:.1f} samples/s. The figure above is its last "
                          "re-measurement, which no selection inflated.</p>",
                          row.measurements.size(), row.mean);
+  if (!r.knobs.empty()) {
+    // The same table as the summary's `knobs:` and tuned.yaml's (tuner/explain.hpp).
+    HtmlTable k;
+    k.headers = {"knob", "baseline", "answer measured", "worth", "note"};
+    for (const KnobRow& row : r.knobs)
+      k.rows.push_back({cell(row.knob), cell(row.baseline), cell(row.best),
+                        cell(row.worth ? fmt::format("{:+.1f}%", *row.worth * 100.0) : std::string("-"), row.worth),
+                        cell(row.note)});
+    out += "<h3>What each change bought</h3><p>The answer measured with each knob it moved put back to the "
+           "baseline's value, one at a time.</p>" +
+           render_table(k);
+  }
+  if (r.baseline && r.best)
+    for (const std::string& line : describe(training_change(s.spec.space.to_assignment(r.baseline->config), best,
+                                                            s.spec.effective_batch.has_value())))
+      out += "<p>" + html_escape(line) + "</p>";
   out += "<h3>Exports to copy</h3><pre>" + html_escape(exports_of(s)) + "</pre>";
   return out;
 }

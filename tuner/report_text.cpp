@@ -8,6 +8,8 @@
 #include "tuner/racing.hpp"
 #include "tuner/report_facts.hpp"
 #include "tuner/report_html.hpp"
+#include "tuner/explain.hpp"
+#include "tuner/same_training.hpp"
 #include "tuner/time_split.hpp"
 
 namespace autotune {
@@ -98,6 +100,13 @@ std::string render_report_text(const JournalStudy& s) {
       out += fmt::format(", {:.2f}x the baseline ({:.1f} samples/s: {})", *x, r.baseline->outcome.throughput,
                          s.spec.space.to_assignment(r.baseline->config).describe());
     out += "\n          chosen as " + s.answer_rule + "\n";
+    for (std::size_t i = 0; i < r.knobs.size(); ++i)
+      out += (i == 0 ? "moved:    " : "          ") + describe(r.knobs[i]) + "\n";
+    if (r.baseline)
+      for (const std::string& line : describe(training_change(s.spec.space.to_assignment(r.baseline->config),
+                                                              s.spec.space.to_assignment(*r.best),
+                                                              s.spec.effective_batch.has_value())))
+        out += "train:    " + line + "\n";
     const TimeSplit after = time_split(*r.best_outcome);
     const std::optional<TimeSplit> before =
         r.baseline && r.baseline->outcome.ok() ? std::optional<TimeSplit>(time_split(r.baseline->outcome)) : std::nullopt;

@@ -290,6 +290,7 @@ nlohmann::json journal_header(const Spec& spec) {
           {"initial", initial_json(spec)},  // the baseline, for the report
           {"confirm", spec.search.confirm},
           {"explain", spec.search.explain},
+          {"effective_batch", spec.effective_batch ? nlohmann::json(*spec.effective_batch) : nlohmann::json()},
           {"limits", {{"vram_bytes", spec.limits.vram_bytes}, {"ram_bytes", spec.limits.ram_bytes}}}};
 }
 

@@ -227,6 +227,10 @@ TEST_F(Cli, TheAnswersKnobsAreExplainedAndTheExplanationSurvivesAResume) {
   // The report reads the same answer from the journal.
   CliRun report = run("report --text " + journal.string());
   ASSERT_EQ(report.status, 0) << report.out;
+  EXPECT_NE(report.out.find("moved:    " + y["knobs"][0]["knob"].as<std::string>() + " "), std::string::npos)
+      << report.out;
+  EXPECT_NE(report.out.find("batch_size=" + z["best"]["batch_size"].as<std::string>()), std::string::npos)
+      << "the report's answer is tuned.yaml's: " << report.out;
 }
 
 TEST_F(Cli, TunesASyntheticSpaceAndWritesAFeasibleBest) {
