@@ -31,13 +31,15 @@ import autotune_trial
 def parse_args():
     # Defaults for a run by hand; under autotune the AUTOTUNE_* environment
     # (and the command line the config builds) give the trial's values.
-    p = autotune_trial.params(batch_size=64, num_workers=0, prefetch_factor=2, pin_memory=False, precision="fp32")
+    p = autotune_trial.params(batch_size=64, num_workers=0, prefetch_factor=2, pin_memory=False, precision="fp32",
+                              grad_accum=1)
     a = argparse.ArgumentParser()
     a.add_argument("--batch-size", type=int, default=p.batch_size)
     a.add_argument("--num-workers", type=int, default=p.num_workers)
     a.add_argument("--prefetch-factor", type=int, default=p.prefetch_factor)
     a.add_argument("--pin-memory", default=str(p.pin_memory))
     a.add_argument("--precision", default=p.precision, choices=["fp32", "tf32", "fp16", "bf16"])
+    a.add_argument("--grad-accum", type=int, default=p.grad_accum, help="micro-batches per optimizer step")
     a.add_argument("--width", type=int, default=256)
     a.add_argument("--depth", type=int, default=2)
     args = a.parse_args()
@@ -85,14 +87,15 @@ def run_torch(torch, a):
     meter = autotune_trial.Meter(batch_size=a.batch_size, num_workers=a.num_workers,
                                  prefetch_factor=a.prefetch_factor)
     with meter:
-        for x, y in meter.batches(loader):
+        for step, (x, y) in enumerate(meter.batches(loader), 1):
             x, y = x.to(dev, non_blocking=True), y.to(dev, non_blocking=True)
             with torch.autocast(dev.type, dtype=dtype, enabled=dtype is not None):
-                loss = torch.nn.functional.cross_entropy(model(x), y)
-            opt.zero_grad(set_to_none=True)
+                loss = torch.nn.functional.cross_entropy(model(x), y) / a.grad_accum
             scaler.scale(loss).backward()
-            scaler.step(opt)
-            scaler.update()
+            if step % a.grad_accum == 0:  # one optimizer step per grad_accum micro-batches
+                scaler.step(opt)
+                scaler.update()
+                opt.zero_grad(set_to_none=True)
 
 
 # --- the pure-Python stand-in ------------------------------------------------
@@ -139,7 +142,7 @@ def run_python(a):
     finally:
         if pool:
             pool.terminate()
-    meter.result["ignored"] = "pin_memory, precision"
+    meter.result["ignored"] = "pin_memory, precision, grad_accum"
     meter.result["backend"] = "python"
     autotune_trial.write_result(meter.result)
 
@@ -159,12 +162,9 @@ def main():
     # One trial by hand or cold; under `warm: true` one per trial autotune
     # sends, in this process (the imports above are paid once). The knobs
     # come from `p`: the command line gives the defaults.
-    for p in autotune_trial.trials(batch_size=a.batch_size, num_workers=a.num_workers,
-                                   prefetch_factor=a.prefetch_factor, pin_memory=a.pin_memory,
-                                   precision=a.precision):
-        t = argparse.Namespace(**{**vars(a), **{k: p[k] for k in
-                                                ("batch_size", "num_workers", "prefetch_factor", "pin_memory",
-                                                 "precision")}})
+    knobs = ("batch_size", "num_workers", "prefetch_factor", "pin_memory", "precision", "grad_accum")
+    for p in autotune_trial.trials(**{k: getattr(a, k) for k in knobs}):
+        t = argparse.Namespace(**{**vars(a), **{k: p[k] for k in knobs}})
         if torch is None:
             run_python(t)
         else:
