@@ -88,7 +88,9 @@ Callbacks built on the same meter, defined only where their package imports:
 ``autotune_trial.LightningCallback`` (Lightning ``Trainer``).
 """
 
+import atexit
 import collections
+import gc
 import json
 import math
 import os
@@ -243,9 +245,13 @@ def trials(**defaults):
 
 
 def _write_atomically(path, text):
-    tmp = path + ".tmp"
+    """`text` into `path` so that no reader sees half of it: written beside,
+    synced, then renamed over."""
+    tmp = f"{path}.tmp.{os.getpid()}"
     with open(tmp, "w") as f:
         f.write(text)
+        f.flush()
+        os.fsync(f.fileno())
     os.replace(tmp, path)
 
 
@@ -266,8 +272,6 @@ def _release_trial(kept):
     iterator shuts its workers down when collected), CUDA's cached blocks, and
     the processes it started (waited for, so the next trial's memory and CPUs
     are its own); `kept`: the processes from before the trial."""
-    import gc
-
     gc.collect()
     _shut_down_loader_workers(kept)
     torch = _torch()
@@ -288,8 +292,6 @@ def _shut_down_loader_workers(kept):
     workers were up before the trial are left alone."""
     if _torch() is None:
         return
-    import gc
-
     iterators, loaders = [], []
     for obj in gc.get_objects():
         name = type(obj).__name__
@@ -329,8 +331,6 @@ def _warn_if_cold_under_warm():
         print("autotune_trial: warm: true, but this script never entered autotune_trial.trials(): "
               "each trial starts it anew (cold)", file=sys.stderr, flush=True)
 
-
-import atexit  # noqa: E402
 
 atexit.register(_warn_if_cold_under_warm)
 
@@ -443,12 +443,7 @@ def write_result(result):
     text = json.dumps(result, sort_keys=True)
     path = os.environ.get("AUTOTUNE_RESULT")
     if path:
-        tmp = f"{path}.tmp.{os.getpid()}"
-        with open(tmp, "w") as f:
-            f.write(text + "\n")
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
+        _write_atomically(path, text + "\n")
     print(text, flush=True)
 
 

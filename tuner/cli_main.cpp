@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <iostream>
 
 #include <fmt/format.h>
@@ -40,6 +41,14 @@ std::vector<std::string> flag_names(const CLI::App& app) {
   return names;
 }
 
+// The names of the app's commands (validate, sweep, ...).
+std::vector<std::string> command_names(const CLI::App& app) {
+  std::vector<std::string> names;
+  for (const CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; }))
+    names.push_back(sub->get_name());
+  return names;
+}
+
 // The subcommand the command line named, or the app itself.
 const CLI::App& innermost(const CLI::App& app) {
   for (const CLI::App* sub : app.get_subcommands()) return *sub;
@@ -51,9 +60,7 @@ const CLI::App& innermost(const CLI::App& app) {
 void report_parse_error(const CLI::App& app, const CLI::ParseError& e) {
   std::cerr << "autotune: " << e.what() << "\n";
   const CLI::App& where = innermost(app);
-  std::vector<std::string> commands;
-  for (const CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; }))
-    commands.push_back(sub->get_name());
+  const std::vector<std::string> commands = command_names(app);
   for (const std::string& word : where.remaining()) {
     const std::string flag = word.substr(0, word.find('='));
     const std::string hint = flag.rfind('-', 0) == 0 ? did_you_mean(flag, flag_names(where))
@@ -121,14 +128,11 @@ int cli_main(int argc, char** argv) {
       std::cout << app.get_formatter()->make_help(&app, "autotune", CLI::AppFormatMode::Normal);
       return kExitOk;
     }
-    for (const CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; }))
-      if (sub->get_name() == topic) {
-        std::cout << sub->help();
-        return kExitOk;
-      }
-    std::vector<std::string> names;
-    for (const CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; }))
-      names.push_back(sub->get_name());
+    const std::vector<std::string> names = command_names(app);
+    if (std::find(names.begin(), names.end(), topic) != names.end()) {
+      std::cout << app.get_subcommand(topic)->help();
+      return kExitOk;
+    }
     const std::string hint = did_you_mean(topic, names);
     std::cerr << "autotune help: no command '" << topic << "'" << (hint.empty() ? "" : "; " + hint) << "\n";
     return kExitBadInput;

@@ -106,6 +106,10 @@ void write_report_or_warn(const std::filesystem::path& journal, const std::files
   if (!warning.empty()) std::cerr << "report: " << warning << "\n";
 }
 
+// The exact commands that carry on from the journal, or start afresh keeping it.
+std::string resume_command() { return command_line_with("--resume", {"--resume", "--fresh"}); }
+std::string fresh_command() { return command_line_with("--fresh", {"--resume", "--fresh"}); }
+
 // Nothing measured is lost by running again: a journal that holds finished
 // trials is resumed (--resume) or set aside whole (--fresh), never replaced.
 // Returns false (after saying both ways on) when the run must not start.
@@ -124,17 +128,13 @@ bool keep_earlier_run(const Spec& spec, bool fresh) {
         "autotune: {} {}; nothing was started, nothing was changed.\n"
         "  carry on with that run:            {}\n"
         "  start afresh, keeping it aside:    {}\n",
-        journal.string(), held, command_line_with("--resume", {"--resume", "--fresh"}),
-        command_line_with("--fresh", {"--resume", "--fresh"}));
+        journal.string(), held, resume_command(), fresh_command());
     return false;
   }
   for (const auto& [from, to] : set_aside({journal, trial_log_folder(journal), spec.output.tuned}))
     std::cerr << fmt::format("autotune: kept the earlier run's {} as {}\n", from.filename().string(), to.string());
   return true;
 }
-
-// The exact command that carries on from the journal.
-std::string resume_command() { return command_line_with("--resume", {"--resume", "--fresh"}); }
 
 }  // namespace
 
@@ -188,8 +188,7 @@ std::function<int()> add_tune_options(CLI::App& app) {
       result = run_tuning(*spec, *executor, opt);
     } catch (const TuneError& e) {  // the journal given to --resume: nothing ran
       std::cerr << "autotune: " << e.what() << "\n"
-                << "autotune: to start afresh, keeping that journal aside: "
-                << command_line_with("--fresh", {"--resume", "--fresh"}) << "\n";
+                << "autotune: to start afresh, keeping that journal aside: " << fresh_command() << "\n";
       return kExitBadInput;
     }
     bool wrote = true;

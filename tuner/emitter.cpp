@@ -141,6 +141,8 @@ std::string render_tuned_yaml(const Spec& spec, const Study& r) {
   e << YAML::Comment("autotune: the fastest feasible configuration measured");
   e << YAML::BeginMap;
   std::optional<Assignment> best;
+  const std::optional<Assignment> baseline_config =
+      r.baseline ? std::optional<Assignment>(spec.space.to_assignment(r.baseline->config)) : std::nullopt;
   if (r.best && r.best_outcome) {
     best = spec.space.to_assignment(*r.best);
     e << YAML::Key << "best" << YAML::Value;
@@ -154,7 +156,7 @@ std::string render_tuned_yaml(const Spec& spec, const Study& r) {
   if (r.baseline) {
     e << YAML::Key << "baseline" << YAML::Value << YAML::BeginMap;
     e << YAML::Key << "config" << YAML::Value;
-    emit_assignment(e, spec.space.to_assignment(r.baseline->config));
+    emit_assignment(e, *baseline_config);
     e << YAML::Key << "status" << YAML::Value << std::string(to_string(r.baseline->outcome.status));
     if (r.baseline->outcome.ok()) {
       e << YAML::Key << "throughput" << YAML::Value << round_sig(r.baseline->outcome.throughput, 6);
@@ -180,9 +182,8 @@ std::string render_tuned_yaml(const Spec& spec, const Study& r) {
     e << YAML::EndSeq;
   }
   // What the answer changes of the training itself (tuner/same_training.hpp).
-  if (r.baseline && best) {
-    const TrainingChange c =
-        training_change(spec.space.to_assignment(r.baseline->config), *best, spec.effective_batch.has_value());
+  if (baseline_config && best) {
+    const TrainingChange c = training_change(*baseline_config, *best, spec.effective_batch.has_value());
     if (c.batch_after || c.precision_after) {
       e << YAML::Key << "same_training" << YAML::Value << YAML::BeginMap;
       if (c.batch_before && c.batch_after) {
@@ -274,8 +275,6 @@ std::string render_tuned_yaml(const Spec& spec, const Study& r) {
   e << YAML::Key << "space_hash" << YAML::Value << spec.space.hash();
   e << YAML::Key << "journal" << YAML::Value << spec.output.journal.string();
   e << YAML::EndMap;
-  const std::optional<Assignment> baseline_config =
-      r.baseline ? std::optional<Assignment>(spec.space.to_assignment(r.baseline->config)) : std::nullopt;
   if (best) emit_exports(e, *best, baseline_config ? &*baseline_config : nullptr);
   e << YAML::EndMap;
   return std::string(e.c_str()) + "\n";

@@ -18,6 +18,11 @@ std::string reason_suffix(const Outcome& o) {
   return "  " + line;
 }
 
+// A trial's figure: its throughput, or its status when it failed.
+std::string figure(const Outcome& o) {
+  return o.ok() ? fmt::format("{:.1f} samples/s", o.throughput) : std::string(to_string(o.status));
+}
+
 }  // namespace
 
 std::string format_duration(double s) {
@@ -28,8 +33,7 @@ std::string format_duration(double s) {
 
 void Progress::trial(const TrialRecord& t, const std::optional<double>& best, double elapsed, int done) {
   if (!m_out) return;
-  std::string what = t.outcome.ok() ? fmt::format("{:.1f} samples/s", t.outcome.throughput)
-                                    : std::string(to_string(t.outcome.status));
+  std::string what = figure(t.outcome);
   if (was_raced(t.outcome)) what += fmt::format(" (raced, {:.1f}s)", t.outcome.seconds);
   if (t.outcome.ok() && t.outcome.metric("stopped_after_result").value_or(0) > 0)
     what += " (gave its result but did not exit: stopped, result kept)";
@@ -56,9 +60,8 @@ void Progress::trial(const TrialRecord& t, const std::optional<double>& best, do
 void Progress::confirm(const TrialRecord& t, double search_throughput, int i, int n, double elapsed) {
   if (!m_out) return;
   finish();
-  const std::string what = t.outcome.ok() ? fmt::format("{:.1f} samples/s", t.outcome.throughput)
-                                          : std::string(to_string(t.outcome.status));
-  *m_out << fmt::format("confirm {}/{}  {}  (in the search {:.1f}){}  elapsed {}{}\n", i, n, what, search_throughput,
+  *m_out << fmt::format("confirm {}/{}  {}  (in the search {:.1f}){}  elapsed {}{}\n", i, n, figure(t.outcome),
+                        search_throughput,
                         t.replayed ? "  (from the journal)" : "", format_duration(elapsed), reason_suffix(t.outcome));
 }
 
@@ -71,9 +74,7 @@ void Progress::note(const std::string& text) {
 void Progress::explain(const TrialRecord& t, const std::string& config, double elapsed) {
   if (!m_out) return;
   finish();
-  const std::string what = t.outcome.ok() ? fmt::format("{:.1f} samples/s", t.outcome.throughput)
-                                          : std::string(to_string(t.outcome.status));
-  *m_out << fmt::format("explain trial {}  {}  ({})  elapsed {}{}\n", t.trial, what, config,
+  *m_out << fmt::format("explain trial {}  {}  ({})  elapsed {}{}\n", t.trial, figure(t.outcome), config,
                         format_duration(elapsed), reason_suffix(t.outcome));
 }
 

@@ -200,22 +200,10 @@ class TuningRun {
         m_progress.confirm(*have, m_study.search_throughput(c), i + 1, n, elapsed());
         continue;
       }
-      if (interrupted()) {
-        m_study.stopped_by = "interrupted";
-        break;
-      }
-      const int trial = m_next_trial++;
-      const Assignment a = m_space.to_assignment(c);
-      m_journal->started(trial, a, elapsed(), /*confirm=*/true);
-      m_scheduler.submit(trial, a);
-      const Scheduler::Done d = m_scheduler.wait_next();
-      if (cut_short_by_interrupt(d.outcome)) {
-        m_study.stopped_by = "interrupted";
-        break;
-      }
-      m_journal->finished(trial, a, d.outcome, elapsed(), /*confirm=*/true);
-      m_study.confirmations.push_back({trial, c, d.outcome, false});
-      m_progress.confirm(m_study.confirmations.back(), m_study.search_throughput(c), i + 1, n, elapsed());
+      const std::optional<TrialRecord> t = measure_after_search(c, /*explain=*/false);
+      if (!t) break;
+      m_study.confirmations.push_back(*t);
+      m_progress.confirm(*t, m_study.search_throughput(c), i + 1, n, elapsed());
     }
     choose_confirmed(candidates, m_study);
   }
@@ -225,22 +213,31 @@ class TuningRun {
   void explain() {
     explain_answer(m_study, m_space, [&](const Config& c) -> std::optional<Outcome> {
       if (auto o = earlier_measurement(m_study, c)) return o;
-      if (interrupted()) m_study.stopped_by = "interrupted";
-      if (m_study.stopped_by == "interrupted") return std::nullopt;
-      const int trial = m_next_trial++;
-      const Assignment a = m_space.to_assignment(c);
-      m_journal->started(trial, a, elapsed(), /*confirm=*/false, "explain", /*explain=*/true);
-      m_scheduler.submit(trial, a);
-      const Scheduler::Done d = m_scheduler.wait_next();
-      if (cut_short_by_interrupt(d.outcome)) {
-        m_study.stopped_by = "interrupted";
-        return std::nullopt;
-      }
-      m_journal->finished(trial, a, d.outcome, elapsed(), /*confirm=*/false, /*explain=*/true);
-      m_study.explanations.push_back({trial, c, d.outcome, false});
-      m_progress.explain(m_study.explanations.back(), a.describe(), elapsed());
-      return d.outcome;
+      const std::optional<TrialRecord> t = measure_after_search(c, /*explain=*/true);
+      if (!t) return std::nullopt;
+      m_study.explanations.push_back(*t);
+      m_progress.explain(*t, m_space.to_assignment(c).describe(), elapsed());
+      return t->outcome;
     });
+  }
+
+  // One measurement after the search (a confirmation or an explanation),
+  // journaled as such and never told to the strategy. None when the run is
+  // interrupted, before or during it (stopped_by says so).
+  std::optional<TrialRecord> measure_after_search(const Config& c, bool explain) {
+    if (interrupted()) m_study.stopped_by = "interrupted";
+    if (m_study.stopped_by == "interrupted") return std::nullopt;
+    const int trial = m_next_trial++;
+    const Assignment a = m_space.to_assignment(c);
+    m_journal->started(trial, a, elapsed(), /*confirm=*/!explain, explain ? "explain" : "", explain);
+    m_scheduler.submit(trial, a);
+    const Scheduler::Done d = m_scheduler.wait_next();
+    if (cut_short_by_interrupt(d.outcome)) {
+      m_study.stopped_by = "interrupted";
+      return std::nullopt;
+    }
+    m_journal->finished(trial, a, d.outcome, elapsed(), /*confirm=*/!explain, explain);
+    return TrialRecord{trial, c, d.outcome, false};
   }
 
   const Spec& m_spec;

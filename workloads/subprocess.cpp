@@ -114,20 +114,26 @@ double proc_peak_bytes(const char* pid) {
   return std::max(hwm, rss);
 }
 
+// Calls `f(pid)` (the /proc entry's name) for every live process of the group.
+void for_each_in_group(pid_t pgid, const std::function<void(const char* pid)>& f) {
+  DIR* d = ::opendir("/proc");
+  if (!d) return;
+  while (dirent* e = ::readdir(d)) {
+    if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
+    if (proc_pgrp(e->d_name) == pgid) f(e->d_name);
+  }
+  ::closedir(d);
+}
+
 // Sum over every live process of the group. VmHWM is each process's own peak,
 // so the sum can exceed the group's true simultaneous peak when members peak
 // at different times; it is the bound the DESIGN asks for ("sum of VmHWM").
 double group_ram_bytes(pid_t pgid, std::set<long>* members) {
-  DIR* d = ::opendir("/proc");
-  if (!d) return 0;
   double sum = 0;
-  while (dirent* e = ::readdir(d)) {
-    if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
-    if (proc_pgrp(e->d_name) != pgid) continue;
-    sum += proc_peak_bytes(e->d_name);
-    if (members) members->insert(std::strtol(e->d_name, nullptr, 10));
-  }
-  ::closedir(d);
+  for_each_in_group(pgid, [&](const char* pid) {
+    sum += proc_peak_bytes(pid);
+    if (members) members->insert(std::strtol(pid, nullptr, 10));
+  });
   return sum;
 }
 
@@ -413,16 +419,21 @@ ExternalRun supervise(pid_t pid, Fd& out_r, Fd& err_r, Fd* res_r, const ChildOpt
       else result.append(buf.data(), k), got_result = true;
     }
   }
-  if (kept) {
-    run.worker_kept = true;
-    run.exit_code = 0;
-    run.wall_s = since(t0);
+  // The trial's output, kept and written to its log folder.
+  auto take_output = [&] {
     run.stdout_tail = out.take();
     run.stderr_tail = err.take();
+    if (got_result) run.result = std::move(result);
     if (!opt.log_dir.empty()) {
       write_log(opt.log_dir, "stdout.txt", run.stdout_tail);
       write_log(opt.log_dir, "stderr.txt", run.stderr_tail);
     }
+  };
+  if (kept) {
+    run.worker_kept = true;
+    run.exit_code = 0;
+    run.wall_s = since(t0);
+    take_output();
     return run;
   }
   // No orphans: whatever of the group is still alive (a grandchild holding
@@ -456,13 +467,7 @@ ExternalRun supervise(pid_t pid, Fd& out_r, Fd& err_r, Fd* res_r, const ChildOpt
     run.oom_killed = log.ours;
     if (log.readable && log.ours.empty()) run.oom_kills_elsewhere = log.others;
   }
-  run.stdout_tail = out.take();
-  run.stderr_tail = err.take();
-  if (got_result) run.result = std::move(result);
-  if (!opt.log_dir.empty()) {
-    write_log(opt.log_dir, "stdout.txt", run.stdout_tail);
-    write_log(opt.log_dir, "stderr.txt", run.stderr_tail);
-  }
+  take_output();
   return run;
 }
 
@@ -593,14 +598,7 @@ void take_result(const ExternalCommand& cmd, ExternalRun& run) {
 // Resets the peak-memory counter (VmHWM) of every process in the group, so
 // that the next trial's peak is its own (Linux: clear_refs 5).
 void reset_group_peaks(pid_t pgid) {
-  DIR* d = ::opendir("/proc");
-  if (!d) return;
-  while (dirent* e = ::readdir(d)) {
-    if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
-    if (proc_pgrp(e->d_name) != pgid) continue;
-    std::ofstream(std::string("/proc/") + e->d_name + "/clear_refs") << "5";
-  }
-  ::closedir(d);
+  for_each_in_group(pgid, [](const char* pid) { std::ofstream(std::string("/proc/") + pid + "/clear_refs") << "5"; });
 }
 
 // The reader never sees half a message: written beside, then renamed.
