@@ -8,7 +8,11 @@
 # went (the `time:` line), and each answer re-measured cold (3 runs, median)
 # so the answers compare on one footing.
 #   bench/warm_trials.sh [SEEDS] [BUDGET] [JOBS]     (defaults: 2 12 "startup torch images")
-# Needs Debian's python3-torch (and python3-pil for images) under /usr/bin/python3.
+# JOBS may also name `hf`: a transformers Trainer with HFCallback
+# (bench/warm/hf_job.py, bf16 on a GPU). REMEASURE=N re-measures each answer
+# N times (default 3); AUTOTUNE=path picks the binary (default build/autotune).
+# Needs PyTorch (Debian's python3-torch under /usr/bin/python3 is used when
+# the python3 on PATH has none), python3-pil for images, transformers for hf.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
@@ -16,12 +20,20 @@ bin=$root/${AUTOTUNE:-build/autotune}
 seeds=${1:-2}
 budget=${2:-12}
 jobs=${3:-startup torch images}
-work=$(mktemp -d /tmp/autotune_warm_bench.XXXXXX)
-trap 'rm -rf "$work"' EXIT
-export PATH=/usr/bin:$PATH  # the trials' python3: Debian's, with torch
+# KEEP=dir keeps every run's output, journal and tuned.yaml there.
+if [ -n "${KEEP:-}" ]; then
+  work=$KEEP
+  mkdir -p "$work"
+else
+  work=$(mktemp -d /tmp/autotune_warm_bench.XXXXXX)
+  trap 'rm -rf "$work"' EXIT
+fi
+remeasure=${REMEASURE:-3}
+# The trials' python3: the one on PATH if it has torch, else Debian's.
+python3 -c 'import torch' 2>/dev/null || export PATH=/usr/bin:$PATH
 
 # The start-up job's files and weights, made once, outside the figures.
-PYTHONPATH=$("$bin" --python-path) python3 bench/warm/startup_job.py >/dev/null 2>&1 || true
+[[ " $jobs " == *" startup "* ]] && PYTHONPATH=$("$bin" --python-path) python3 bench/warm/startup_job.py >/dev/null 2>&1 || true
 
 spec() {  # job warm -> the spec's path
   local job=$1 warm=$2 out=$work/$1-$2.yaml
@@ -36,6 +48,16 @@ space:
 search: {strategy: bo, budget: $budget, initial: [{batch_size: 64, num_workers: 0, prefetch_factor: 2}]}
 YAML
       ;;
+    hf)
+      cat >"$out" <<YAML
+workload: {kind: command, command: "python3 $root/bench/warm/hf_job.py", timeout: 300s, warm: $warm}
+space:
+  batch_size: {values: [16, 32, 64, 128]}
+  num_workers: {values: [0, 2, 4, 8]}
+  pin_memory: {values: [false, true]}
+search: {strategy: bo, budget: $budget, initial: [{batch_size: 32, num_workers: 0, pin_memory: false}]}
+YAML
+      ;;
     torch | images)
       local src=$root/configs/command_torch.yaml
       [ "$job" = images ] && src=$root/configs/command_images.yaml
@@ -47,7 +69,9 @@ YAML
 }
 
 echo "machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(nproc) cores; $(date -u +%Y-%m-%dT%H:%MZ)"
-echo "autotune $(git rev-parse --short HEAD)$(git diff --quiet || echo '+changes'); $seeds seeds, budget $budget"
+command -v nvidia-smi >/dev/null && echo "gpu: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -1)"
+python3 -c 'import sys, torch; print("python", sys.version.split()[0], "torch", torch.__version__)' || true
+echo "autotune $(git rev-parse --short HEAD 2>/dev/null || "$bin" --version)$(git diff --quiet 2>/dev/null || echo '+changes'); $seeds seeds, budget $budget"
 for job in $jobs; do
   for ((s = 1; s <= seeds; s++)); do
     order="false true"
@@ -61,14 +85,14 @@ for job in $jobs; do
     done
   done
 done
-# Each answer re-measured cold, 3 times.
+# Each answer re-measured cold, REMEASURE times.
 for dir in "$work"/*-*-*/; do
   dir=${dir%/}
   [ -f "$dir/tuned.yaml" ] || continue
   name=$(basename "$dir")
   job=${name%%-*}
   values=$(python3 -c "import json, yaml; print(json.dumps(yaml.safe_load(open('$dir/tuned.yaml'))['best']))")
-  for r in 1 2 3; do
+  for ((r = 1; r <= remeasure; r++)); do
     (cd "$dir" && "$bin" trial "$(spec "$job" false)" --values "$values" 2>/dev/null | tail -1) >>"$dir/remeasured" || true
   done
 done

@@ -40,6 +40,9 @@ for exe in "$BUILD/autotune" "$BUILD/tests/test_workloads"; do
   strip -o "$CARRY/bin/$(basename "$exe")" "$exe"
 done
 strip -o "$CARRY/lib/libautotune_cuda.so" "$MODULE"
+# The autotune_trial helper, where the carried autotune finds it (../python).
+mkdir -p "$CARRY/python"
+cp python/autotune_trial.py "$CARRY/python/"
 
 # What the loader resolves, minus glibc's and CUDA's own libraries.
 skip='^(linux-vdso|ld-linux|libc|libm|libdl|libpthread|librt|libgcc_s|libstdc\+\+|libcuda|libcudart|libcublas|libcublasLt|libautotune_cuda)\.so'
