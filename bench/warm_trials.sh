@@ -9,7 +9,8 @@
 # so the answers compare on one footing.
 #   bench/warm_trials.sh [SEEDS] [BUDGET] [JOBS]     (defaults: 2 12 "startup torch images")
 # JOBS may also name `hf`: a transformers Trainer with HFCallback
-# (bench/warm/hf_job.py, bf16 on a GPU). REMEASURE=N re-measures each answer
+# (bench/warm/hf_job.py, bf16 on a GPU), and `cuda`: the built-in cuda
+# default (warm: false is a fresh process per trial, as before). REMEASURE=N re-measures each answer
 # N times (default 3); AUTOTUNE=path picks the binary (default build/autotune).
 # Needs PyTorch (Debian's python3-torch under /usr/bin/python3 is used when
 # the python3 on PATH has none), python3-pil for images, transformers for hf.
@@ -57,6 +58,10 @@ space:
   pin_memory: {values: [false, true]}
 search: {strategy: bo, budget: $budget, initial: [{batch_size: 32, num_workers: 0, pin_memory: false}]}
 YAML
+      ;;
+    cuda)  # the built-in cuda default (configs/default_gpu.yaml); warm: false is how it ran before
+      sed -e "s|^workload: .*|workload: {kind: cuda, timeout: 120s, warm: $warm}|" \
+          -e "s|^  budget: .*|  budget: $budget|" -e '/^output:/d' "$root/configs/default_gpu.yaml" >"$out"
       ;;
     torch | images)
       local src=$root/configs/command_torch.yaml

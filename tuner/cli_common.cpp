@@ -99,7 +99,7 @@ std::unique_ptr<Executor> make_executor(const Spec& spec, Workload& workload) {
   }
   std::shared_ptr<TrialRunner> runner = spec.workload.isolation == Isolation::inline_
                                             ? make_inline_runner(workload)
-                                            : make_process_runner(workload);
+                                            : make_process_runner(workload, 5.0, builtin_worker_for(spec));
   SlotPlan plan;
   try {
     plan = plan_slots(spec.search.parallel, spec.executor.gpus, allowed_cpus(), spec.executor.pin_cpus);

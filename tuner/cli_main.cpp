@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include "tuner/cli.hpp"
+#include "tuner/builtin_worker.hpp"
 #include "tuner/cli_commands.hpp"
 #include "tuner/cli_common.hpp"
 #include "tuner/spec_checks.hpp"
@@ -73,6 +74,8 @@ void report_parse_error(const CLI::App& app, const CLI::ParseError& e) {
 }  // namespace
 
 int cli_main(int argc, char** argv) {
+  // The tuner's own warm worker for the built-in harness (tuner/builtin_worker.hpp).
+  if (argc == 2 && std::string_view(argv[1]) == kWorkerArgument) return run_builtin_worker();
   remember_command_line(argc, argv);
   CLI::App app{
       "autotune: finds the fastest training-pipeline configuration that fits in memory.\n"

@@ -52,7 +52,8 @@ class InlineRunner final : public TrialRunner {
 
 class ProcessRunner final : public TrialRunner {
  public:
-  ProcessRunner(Workload& w, double grace) : m_w(w), m_grace(grace) {}
+  ProcessRunner(Workload& w, double grace, std::optional<BuiltinWorker> builtin)
+      : m_w(w), m_grace(grace), m_builtin(std::move(builtin)) {}
 
   Outcome once(const Assignment& config, const TrialContext& ctx) override {
     ChildOptions opt;
@@ -67,7 +68,10 @@ class ProcessRunner final : public TrialRunner {
     } catch (const std::exception& e) {
       return Outcome::failure(Status::error, std::string("workload threw: ") + e.what());
     }
-    if (cmd && cmd->warm) return warm(*cmd, ctx, opt);
+    if (cmd && cmd->warm) return warm(*cmd, ctx, opt, [&](const ExternalRun& run) { return m_w.interpret(run, ctx); });
+    if (!cmd && m_builtin)  // the cpu and cuda harness in its warm worker: the wire line in the result file
+      return warm(builtin_worker_command(*m_builtin, config, ctx), ctx, opt,
+                  [&](const ExternalRun& run) { return outcome_from_wire(run, run.result.value_or(""), ctx); });
     if (cmd) {
       const ExternalRun run = run_external(*cmd, ctx.env, opt);
       return with_run_facts(m_w.interpret(run, ctx), run);
@@ -87,7 +91,8 @@ class ProcessRunner final : public TrialRunner {
   // A trial in its slot's warm worker (one per slot: a slot runs one trial
   // at a time). The trial that starts a worker pays its start-up
   // (worker_started); after any failed trial the worker is replaced.
-  Outcome warm(const ExternalCommand& cmd, const TrialContext& ctx, const ChildOptions& opt) {
+  Outcome warm(const ExternalCommand& cmd, const TrialContext& ctx, const ChildOptions& opt,
+               const std::function<Outcome(const ExternalRun&)>& interpret) {
     WarmWorker* worker = nullptr;
     {
       const std::lock_guard<std::mutex> lock(m_workers_mutex);
@@ -97,7 +102,7 @@ class ProcessRunner final : public TrialRunner {
     }
     const bool fresh = !worker->alive();
     const ExternalRun run = worker->run(cmd, ctx.env, opt);
-    Outcome o = with_run_facts(m_w.interpret(run, ctx), run);
+    Outcome o = with_run_facts(interpret(run), run);
     if (fresh && run.spawn_error.empty()) o.metrics[std::string(kWorkerStarted)] = 1;
     // Exited by itself after a good trial: the script never entered trials().
     if (fresh && !run.worker_kept && o.ok() && run.spawn_error.empty()) o.metrics[std::string(kRanCold)] = 1;
@@ -107,6 +112,7 @@ class ProcessRunner final : public TrialRunner {
 
   Workload& m_w;
   double m_grace;
+  std::optional<BuiltinWorker> m_builtin;
   std::mutex m_workers_mutex;
   std::map<int, std::unique_ptr<WarmWorker>> m_workers;
 };
@@ -117,8 +123,9 @@ bool trial_cancelled(const TrialContext& ctx) { return interrupted() || (ctx.sto
 
 std::unique_ptr<TrialRunner> make_inline_runner(Workload& w) { return std::make_unique<InlineRunner>(w); }
 
-std::unique_ptr<TrialRunner> make_process_runner(Workload& w, double term_grace_s) {
-  return std::make_unique<ProcessRunner>(w, term_grace_s);
+std::unique_ptr<TrialRunner> make_process_runner(Workload& w, double term_grace_s,
+                                                 std::optional<BuiltinWorker> builtin) {
+  return std::make_unique<ProcessRunner>(w, term_grace_s, std::move(builtin));
 }
 
 }  // namespace autotune

@@ -19,6 +19,7 @@
 #include <memory>
 #include <string_view>
 
+#include "tuner/builtin_worker.hpp"
 #include "workloads/workload.hpp"
 
 namespace autotune {
@@ -40,8 +41,12 @@ std::unique_ptr<TrialRunner> make_inline_runner(Workload& w);
 // (tuner/wire.hpp). On timeout the group gets SIGTERM, `term_grace_s` later
 // SIGKILL. Forking a multi-threaded tuner is safe for the built-in workloads
 // (glibc resets malloc's locks in the child); a CUDA workload must not have
-// touched the device in the parent.
-std::unique_ptr<TrialRunner> make_process_runner(Workload& w, double term_grace_s = 5.0);
+// touched the device in the parent. With `builtin` (tuner/builtin_worker.hpp),
+// a workload without an external_command() is measured instead in its
+// slot's warm worker: one `autotune __worker` process that serves trial after
+// trial and is replaced after any failed one.
+std::unique_ptr<TrialRunner> make_process_runner(Workload& w, double term_grace_s = 5.0,
+                                                 std::optional<BuiltinWorker> builtin = std::nullopt);
 
 // Metrics a warm trial (workload `warm: true`) adds: 1 on the trial that
 // started its slot's worker (it paid the job's start-up), and 1 when that

@@ -54,6 +54,9 @@ std::vector<OptionSpec> pipeline_option_specs(const PipelineDefaults& d) {
       {"max_seconds", OptionType::duration, OptionValue{d.max_seconds},
        "time cap of one measurement (warm-up included)", {}, 0.01},
       {"seed", OptionType::integer, OptionValue{I{0}}, "seed of the synthetic data, mixed with the trial's"},
+      {"warm", OptionType::boolean, OptionValue{true},
+       "one worker process per slot measures trial after trial (the CUDA context and cuBLAS handle kept), "
+       "replaced after any failed trial; false: a fresh process per trial"},
   };
 }
 

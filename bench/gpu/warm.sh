@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Warm trials against cold on a GPU (the device machine, with carry=["carry"]
 # from bench/gpu/pack.sh; or a machine of your own with CARRY=a built tree):
-#   bench/gpu/warm.sh torch hf cuda     # ~7 min on an H100
+#   bench/gpu/warm.sh torch hf cuda     # ~7 min on an H100 (each job alone: ~3 min)
 # torch: configs/command_torch.yaml; hf: a transformers Trainer in bf16
 # (bench/warm/hf_job.py); cuda: the built-in cuda default. Each through
 # bench/warm_trials.sh (one seed, cold and warm side by side, each answer

@@ -238,10 +238,23 @@ class CudaWorkload final : public Workload {
     // What the process held before the trial (the tuner's own code, cuBLAS
     // and the CUDA context): part of ram_bytes, reported apart.
     const double ram_baseline = current_host_bytes();
-    // Destruction runs in reverse: the cuBLAS handle goes before the stream
-    // it is bound to (cublasSetStream in GpuMlp).
     Stream compute;
-    CublasHandle blas;
+    // The cuBLAS handle outlives the trial (a warm worker serves the next one
+    // with it: its set-up and workspace are paid once per process); it is
+    // unbound from this trial's stream before that stream goes.
+    if (!m_blas || m_blas_device != device) {
+      m_blas.reset();
+      m_blas.emplace();
+      m_blas_device = device;
+    }
+    struct Unbind {
+      cublasHandle_t h;
+      ~Unbind() {
+        (void)cublasSetWorkspace(h, nullptr, 0);
+        (void)cublasSetStream(h, nullptr);
+      }
+    } unbind{m_blas->get()};
+    const CublasHandle& blas = *m_blas;
     double total = 0;
     const double context_bytes = device_used_bytes(&total);
 
@@ -396,6 +409,8 @@ class CudaWorkload final : public Workload {
 
   Options m_opts;
   CardInfo m_card;  // the current trial's, for the error of an exception
+  std::optional<CublasHandle> m_blas;  // kept across this process's trials
+  int m_blas_device = -1;
 };
 
 }  // namespace
