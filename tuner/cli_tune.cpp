@@ -52,11 +52,15 @@ void print_summary(const Spec& spec, const Study& r) {
                                  std::count_if(r.confirmed.begin(), r.confirmed.end(),
                                                [](const ConfirmRow& x) { return x.all_ok; }),
                                  r.confirmed.size());
-    if (r.baseline && r.baseline->outcome.ok()) {
-      std::cout << fmt::format("        {:.2f}x the baseline ({:.1f} samples/s: {})\n",
-                               r.best_outcome->throughput / r.baseline->outcome.throughput,
-                               r.baseline->outcome.throughput,
-                               spec.space.to_assignment(r.baseline->config).describe());
+    if (const auto x = r.speedup()) {
+      if (x->remeasured)
+        std::cout << fmt::format("        {:.2f}x the baseline, measured again side by side: {:.1f} against {:.1f} "
+                                 "samples/s (medians of {} runs each, interleaved; baseline: {})\n",
+                                 x->ratio, x->answer, x->baseline, x->runs,
+                                 spec.space.to_assignment(r.baseline->config).describe());
+      else
+        std::cout << fmt::format("        {:.2f}x the baseline ({:.1f} samples/s: {})\n", x->ratio, x->baseline,
+                                 spec.space.to_assignment(r.baseline->config).describe());
       for (std::size_t i = 0; i < r.knobs.size(); ++i)
         std::cout << (i == 0 ? "knobs:  " : "        ") << describe(r.knobs[i]) << "\n";
       for (const std::string& line :
@@ -80,10 +84,11 @@ void print_summary(const Spec& spec, const Study& r) {
   std::string tally;
   for (Status s : kAllStatuses)
     if (counts[s]) tally += fmt::format("{}{} {}", tally.empty() ? "" : ", ", counts[s], to_string(s));
-  std::cout << fmt::format("trials: {} ({}){}{} in {:.1f}s, stopped by {}\n", r.trials.size(), tally,
+  const std::size_t again = r.baseline_again.size() + r.answer_again.size();
+  std::cout << fmt::format("trials: {} ({}){}{}{} in {:.1f}s, stopped by {}\n", r.trials.size(), tally,
                            r.confirmations.empty() ? "" : fmt::format(" + {} confirmations", r.confirmations.size()),
                            r.explanations.empty() ? "" : fmt::format(" + {} to explain the answer", r.explanations.size()),
-                           r.elapsed_s, r.stopped_by);
+                           again == 0 ? "" : fmt::format(" + {} side by side", again), r.elapsed_s, r.stopped_by);
   const TuningTime time = tuning_time(r);
   if (time.total_s > 0) std::cout << "time:   " << describe(time) << "\n";
   std::cout << "wrote:  " << spec.output.tuned.string() << " and " << spec.output.journal.string() << "\n";

@@ -160,9 +160,14 @@ std::string render_tuned_yaml(const Spec& spec, const Study& r) {
     e << YAML::Key << "status" << YAML::Value << std::string(to_string(r.baseline->outcome.status));
     if (r.baseline->outcome.ok()) {
       e << YAML::Key << "throughput" << YAML::Value << round_sig(r.baseline->outcome.throughput, 6);
-      if (r.best_outcome)
-        e << YAML::Key << "speedup" << YAML::Value
-          << round_sig(r.best_outcome->throughput / r.baseline->outcome.throughput, 4);
+      if (const auto x = r.speedup()) {
+        e << YAML::Key << "speedup" << YAML::Value << round_sig(x->ratio, 4);
+        // search.remeasure: the figures behind it, measured side by side.
+        if (x->remeasured)
+          e << YAML::Key << "remeasured" << YAML::Value << YAML::Flow << YAML::BeginMap << YAML::Key << "answer"
+            << YAML::Value << round_sig(x->answer, 6) << YAML::Key << "baseline" << YAML::Value
+            << round_sig(x->baseline, 6) << YAML::Key << "runs" << YAML::Value << x->runs << YAML::EndMap;
+      }
     }
     e << YAML::EndMap;
   }

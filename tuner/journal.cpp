@@ -116,6 +116,7 @@ JournalContents read_journal(const std::filesystem::path& path) {
                               rec.value("confirm", false)});
         out.trials.back().start_time = rec.value("time", 0.0);
         out.trials.back().explain = rec.value("explain", false);
+        out.trials.back().remeasure = rec.value("remeasure", "");
         out.trials.back().proposed_as = rec.value("proposed_as", "");
       } else if (type == "finish") {
         const int trial = rec.at("trial").get<int>();
@@ -128,6 +129,7 @@ JournalContents read_journal(const std::filesystem::path& path) {
         }
         t->confirm = rec.value("confirm", false);
         t->explain = rec.value("explain", false);
+        t->remeasure = rec.value("remeasure", "");
         t->outcome = outcome_from_json(rec);
         t->finish_time = rec.value("time", 0.0);
       }
@@ -194,24 +196,34 @@ void JournalWriter::note(const std::string& text, double time_s) {
   append({{"type", "note"}, {"text", text}, {"time", time_s}});
 }
 
-void JournalWriter::started(int trial, const Assignment& config, double time_s, bool confirm,
-                            std::string_view proposed_as, bool explain) {
+namespace {
+void mark_phase(nlohmann::json& rec, Phase phase) {
+  switch (phase) {
+    case Phase::search: break;
+    case Phase::confirm: rec["confirm"] = true; break;
+    case Phase::explain: rec["explain"] = true; break;
+    case Phase::remeasure_baseline: rec["remeasure"] = "baseline"; break;
+    case Phase::remeasure_answer: rec["remeasure"] = "answer"; break;
+  }
+}
+}  // namespace
+
+void JournalWriter::started(int trial, const Assignment& config, double time_s, Phase phase,
+                            std::string_view proposed_as) {
   nlohmann::json rec = {{"type", "start"}, {"trial", trial}, {"config", to_json(config)}, {"time", time_s}};
-  if (confirm) rec["confirm"] = true;
-  if (explain) rec["explain"] = true;
+  mark_phase(rec, phase);
   if (!proposed_as.empty()) rec["proposed_as"] = std::string(proposed_as);
   append(rec);
 }
 
 void JournalWriter::finished(int trial, const Assignment& config, const Outcome& outcome, double time_s,
-                             bool confirm, bool explain) {
+                             Phase phase) {
   nlohmann::json rec = to_json(outcome);
   rec["type"] = "finish";
   rec["trial"] = trial;
   rec["config"] = to_json(config);
   rec["time"] = time_s;
-  if (confirm) rec["confirm"] = true;
-  if (explain) rec["explain"] = true;
+  mark_phase(rec, phase);
   append(rec);
 }
 

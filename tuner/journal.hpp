@@ -35,12 +35,17 @@
 
 namespace autotune {
 
+// What a trial was measured for: the search, or one of the measurements
+// after it (journaled as "confirm":true, "explain":true, "remeasure":"baseline"|"answer").
+enum class Phase { search, confirm, explain, remeasure_baseline, remeasure_answer };
+
 struct JournalTrial {
   int trial = 0;
   Assignment config;
   std::optional<Outcome> outcome;  // empty: started, never finished
   bool confirm = false;            // a re-measurement after the search
   bool explain = false;            // a measurement of what one knob of the answer is worth (tuner/explain.hpp)
+  std::string remeasure;           // "baseline" or "answer": measured again side by side after the search
   std::string proposed_as;         // the start record's word ("model", ...); empty in older journals
   double start_time = 0;           // the records' `time`: seconds since the run began
   double finish_time = 0;
@@ -88,10 +93,10 @@ class JournalWriter {
   void header(const nlohmann::json& header);
   // proposed_as: what the strategy proposed it as (Strategy::proposed_as(),
   // or "rerun"); not written when empty.
-  void started(int trial, const Assignment& config, double time_s, bool confirm = false,
-               std::string_view proposed_as = {}, bool explain = false);
-  void finished(int trial, const Assignment& config, const Outcome& outcome, double time_s, bool confirm = false,
-                bool explain = false);
+  void started(int trial, const Assignment& config, double time_s, Phase phase = Phase::search,
+               std::string_view proposed_as = {});
+  void finished(int trial, const Assignment& config, const Outcome& outcome, double time_s,
+                Phase phase = Phase::search);
   void note(const std::string& text, double time_s);
   const std::filesystem::path& path() const { return m_path; }
 

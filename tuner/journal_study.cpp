@@ -135,6 +135,10 @@ std::string decide_answer(const Spec& spec, const JournalContents& j, Study& r) 
     explain_answer(r, spec.space, [&r](const Config& c) { return earlier_measurement(r, c); });
     if (r.best != before) rule += ", with the knobs worth less than the noise put back to the baseline's";
   }
+  for (const auto& t : j.trials)
+    if (!t.remeasure.empty() && t.outcome)
+      (t.remeasure == "baseline" ? r.baseline_again : r.answer_again)
+          .push_back({t.trial, config_in(spec.space, t), *t.outcome, true});
   return rule;
 }
 
@@ -203,7 +207,7 @@ RunState state_of(const std::filesystem::path& path, const Spec& spec, const Jou
 std::vector<const JournalTrial*> finished_search_trials(const JournalContents& j) {
   std::vector<const JournalTrial*> out;
   for (const auto& t : j.trials)
-    if (t.outcome && !t.confirm && !t.explain) out.push_back(&t);
+    if (t.outcome && !t.confirm && !t.explain && t.remeasure.empty()) out.push_back(&t);
   std::stable_sort(out.begin(), out.end(),
                    [](const JournalTrial* a, const JournalTrial* b) { return a->finish_time < b->finish_time; });
   return out;

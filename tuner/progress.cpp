@@ -78,6 +78,13 @@ void Progress::explain(const TrialRecord& t, const std::string& config, double e
                         format_duration(elapsed), reason_suffix(t.outcome));
 }
 
+void Progress::remeasure(const TrialRecord& t, const std::string& which, int i, int n, double elapsed) {
+  if (!m_out) return;
+  finish();
+  *m_out << fmt::format("again {}/{}  {:<8}  {}  elapsed {}{}\n", i, n, which, figure(t.outcome),
+                        format_duration(elapsed), reason_suffix(t.outcome));
+}
+
 void Progress::say(const std::string& text) {
   if (!m_out) return;
   finish();

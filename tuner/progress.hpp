@@ -22,6 +22,8 @@ class Progress {
   void note(const std::string& text);
   // An explanation trial: the answer with a knob put back (tuner/explain.hpp).
   void explain(const TrialRecord& t, const std::string& config, double elapsed);
+  // A side-by-side re-measurement of the baseline or the answer (search.remeasure), i of n.
+  void remeasure(const TrialRecord& t, const std::string& which, int i, int n, double elapsed);
   // A line the user should see whatever --verbose says ("autotune: ...").
   void say(const std::string& text);
   void finish();

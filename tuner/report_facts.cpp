@@ -36,12 +36,6 @@ bool narrower(const Parameter& p, const std::set<int>& failed, const std::set<in
 
 }  // namespace
 
-std::optional<double> speedup(const Study& r) {
-  if (!r.best_outcome || !r.baseline || !r.baseline->outcome.ok() || r.baseline->outcome.throughput <= 0)
-    return std::nullopt;
-  return r.best_outcome->throughput / r.baseline->outcome.throughput;
-}
-
 std::string tuned_yaml_of(const JournalStudy& s) { return render_tuned_yaml(s.spec, s.result); }
 
 std::string exports_of(const JournalStudy& s) {

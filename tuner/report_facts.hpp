@@ -12,8 +12,6 @@
 
 namespace autotune {
 
-// The answer's throughput over the baseline's; absent without either.
-std::optional<double> speedup(const Study& r);
 
 // tuned.yaml as the emitter writes it for this study, and its `exports:`
 // block alone (empty without an answer).

@@ -29,7 +29,9 @@ std::string answer_panel(const JournalStudy& s) {
   if (!r.best || !r.best_outcome)
     return "<p class=\"big\">No configuration ran successfully yet.</p><p>" + html_escape(describe_counts(r)) + "</p>";
   std::string out = fmt::format("<p class=\"big\">{:.1f} samples/s", r.best_outcome->throughput);
-  if (auto x = speedup(r)) out += fmt::format(" &middot; {:.2f}&times; the baseline", *x);
+  if (auto x = r.speedup())
+    out += fmt::format(" &middot; {:.2f}&times; the baseline{}", x->ratio,
+                       x->remeasured ? " (measured again side by side)" : "");
   out += "</p><p>Chosen as " + html_escape(s.answer_rule) + ".</p>";
 
   HtmlTable t;
@@ -131,8 +133,12 @@ std::string trials_panel(const JournalStudy& s) {
       // Sorted by their place in the domain (fp32 < tf32 < fp16 as declared), not as text.
       row.push_back(cell(v ? to_string(*v) : "", c ? std::optional<double>((*c)[d]) : std::nullopt));
     }
-    std::string note = j.confirm ? "re-measurement" : j.explain ? "a knob put back (explain)" : "";
-    if (best && c == best && !j.confirm && !j.explain) note = "the answer";
+    std::string note = j.confirm                    ? "re-measurement"
+                       : j.explain                  ? "a knob put back (explain)"
+                       : j.remeasure == "baseline" ? "the baseline again, beside the answer"
+                       : j.remeasure == "answer"   ? "the answer again, beside the baseline"
+                                                    : "";
+    if (best && c == best && note.empty()) note = "the answer";
     if (!j.outcome) {
       row.push_back(cell("running", std::nullopt, "status-running"));
       for (int k = 0; k < 4; ++k) row.push_back(cell(""));

@@ -96,9 +96,13 @@ std::string render_report_text(const JournalStudy& s) {
   if (r.best && r.best_outcome) {
     out += "answer:   " + s.spec.space.to_assignment(*r.best).describe() + "\n";
     out += fmt::format("          {:.1f} samples/s", r.best_outcome->throughput);
-    if (auto x = speedup(r))
-      out += fmt::format(", {:.2f}x the baseline ({:.1f} samples/s: {})", *x, r.baseline->outcome.throughput,
-                         s.spec.space.to_assignment(r.baseline->config).describe());
+    if (auto x = r.speedup())
+      out += fmt::format(", {:.2f}x the baseline ({:.1f} samples/s: {}){}", x->ratio, x->baseline,
+                         s.spec.space.to_assignment(r.baseline->config).describe(),
+                         x->remeasured ? fmt::format("; both measured again side by side, medians of {} runs: {:.1f} "
+                                                     "against {:.1f}",
+                                                     x->runs, x->answer, x->baseline)
+                                       : "");
     out += "\n          chosen as " + s.answer_rule + "\n";
     for (std::size_t i = 0; i < r.knobs.size(); ++i)
       out += (i == 0 ? "moved:    " : "          ") + describe(r.knobs[i]) + "\n";

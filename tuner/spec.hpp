@@ -37,6 +37,10 @@ struct SearchSpec {
   std::vector<Config> initial;   // validated: in the space and satisfying the rules
   bool explain = true;           // after the search, measure what each knob the answer moved is worth (tuner/explain.hpp)
   int confirm = 0;               // after the search, re-measure this many of the best once each (tuner/confirm.hpp)
+  // After the search, the baseline and the answer measured again side by
+  // side, this many times each, interleaved; the speedup reported is theirs.
+  // Unset: 2 for the command workload (a user's job, noisy), 0 otherwise.
+  std::optional<int> remeasure;
   int parallel = 1;              // trials in flight
   // Racing (tuner/racing.hpp): a trial surely below (1 - race_margin) x the
   // incumbent stops early; negative: off (`race: false`). The margin covers

@@ -17,8 +17,8 @@ namespace fs = std::filesystem;
 namespace {
 
 const std::vector<std::string> kWorkloadGenericKeys = {"kind", "timeout", "repeats", "isolation"};
-const std::vector<std::string> kSearchKeys = {"strategy", "budget",   "seed", "initial",
-                                             "confirm",  "parallel", "race", "explain"};
+const std::vector<std::string> kSearchKeys = {"strategy", "budget", "seed",    "initial",  "confirm",
+                                             "parallel", "race",   "explain", "remeasure"};
 const std::vector<std::string> kBudgetKeys = {"trials", "time", "until_converged"};
 const std::vector<std::string> kOutputKeys = {"tuned", "journal"};
 const std::vector<std::string> kExecutorKeys = {"kind",           "gpus",          "pin_cpus",
@@ -321,6 +321,10 @@ void read_search(YamlReader& r, const Entry& e, const SpaceRead& space, const Se
     if (auto v = r.get_int(k->value, k->loc, "search.confirm", kConfirmRange)) s.confirm = static_cast<int>(*v);
   if (const Entry* k = find(keys, "explain"))
     if (auto v = r.get_bool(k->value, k->loc, "search.explain")) s.explain = *v;
+  if (const Entry* k = find(keys, "remeasure")) {
+    if (k->value.IsScalar() && k->value.Scalar() == "false") s.remeasure = 0;
+    else if (auto v = r.get_int(k->value, k->loc, "search.remeasure", kConfirmRange)) s.remeasure = static_cast<int>(*v);
+  }
   if (const Entry* k = find(keys, "parallel"))
     if (auto v = r.get_int(k->value, k->loc, "search.parallel", kParallelRange)) s.parallel = static_cast<int>(*v);
   if (const Entry* k = find(keys, "initial")) read_initial(r, *k, "search.initial", space, built, s.initial);

@@ -79,6 +79,31 @@ void Study::prefer_closest_to(const Config& baseline, std::optional<std::size_t>
   best_outcome = nearest->outcome;
 }
 
+namespace {
+std::optional<double> median_ok(const std::vector<TrialRecord>& runs) {
+  std::vector<double> v;
+  for (const auto& t : runs) {
+    if (!t.outcome.ok()) return std::nullopt;
+    v.push_back(t.outcome.throughput);
+  }
+  if (v.empty()) return std::nullopt;
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+}  // namespace
+
+std::optional<Study::Speedup> Study::speedup() const {
+  if (!baseline || !baseline->outcome.ok() || !best_outcome || !best_outcome->ok()) return std::nullopt;
+  const auto a = median_ok(answer_again), b = median_ok(baseline_again);
+  if (a && b && *b > 0)
+    return Speedup{*a / *b, *a, *b,
+                   static_cast<int>(std::min(answer_again.size(), baseline_again.size())), true};
+  if (baseline->outcome.throughput <= 0) return std::nullopt;
+  return Speedup{best_outcome->throughput / baseline->outcome.throughput, best_outcome->throughput,
+                 baseline->outcome.throughput, 1, false};
+}
+
 Replay replay_journal(const JournalContents& j, const SearchSpace& space, const std::filesystem::path& path) {
   if (j.header.value("space_hash", "") != space.hash())
     throw StudyError(path.string() + " records another search space (hash " + j.header.value("space_hash", "?") +
@@ -90,10 +115,14 @@ Replay replay_journal(const JournalContents& j, const SearchSpace& space, const 
     auto c = space.from_assignment(t.config);
     if (!c)
       throw StudyError(path.string() + ": trial " + std::to_string(t.trial) + " has a configuration outside this space");
-    if (t.confirm || t.explain) {  // never told to a strategy: it saw this configuration's search trial
+    if (t.confirm || t.explain || !t.remeasure.empty()) {  // never told to a strategy: it saw this configuration's search trial
       if (t.outcome) {
         r.earlier_s += t.outcome->seconds;
-        (t.explain ? r.study.explanations : r.study.confirmations).push_back({t.trial, *c, *t.outcome, true});
+        auto& into = t.explain                     ? r.study.explanations
+                     : t.remeasure == "baseline" ? r.study.baseline_again
+                     : t.remeasure == "answer"   ? r.study.answer_again
+                                                 : r.study.confirmations;
+        into.push_back({t.trial, *c, *t.outcome, true});
       }
       continue;
     }

@@ -48,6 +48,8 @@ struct Study {
   std::vector<ConfirmRow> confirmed;       // search.confirm: each candidate with all its measurements
   std::vector<TrialRecord> explanations;   // search.explain: the answer with a knob put back, the journal's first
   std::vector<KnobRow> knobs;              // search.explain: what each knob the answer moved is worth
+  std::vector<TrialRecord> baseline_again;  // search.remeasure: the baseline measured again, side by side
+  std::vector<TrialRecord> answer_again;    // ... with the answer, interleaved after the search
   std::optional<Config> best;              // the strategy's recommendation among measured ones, or the confirmed choice
   std::optional<Outcome> best_outcome;     // what was measured for it (confirmed: its re-measurement)
   std::optional<TrialRecord> baseline;     // the first `initial` configuration, when measured
@@ -71,6 +73,16 @@ struct Study {
   // `nearer_than` to the faster trial it was preferred to, if any.
   void prefer_closest_to(const Config& baseline, std::optional<std::size_t> precision_dim);
   std::optional<TrialRecord> nearer_than;  // the fastest trial, when Occam's answer is another
+
+  // The answer against the baseline: the medians of their side-by-side
+  // re-measurements (search.remeasure) when every one of those is ok, else
+  // their search measurements. None without an ok baseline and answer.
+  struct Speedup {
+    double ratio = 0, answer = 0, baseline = 0;
+    int runs = 1;            // measurements of each behind the figures
+    bool remeasured = false;  // the figures are the re-measurements' medians
+  };
+  std::optional<Speedup> speedup() const;
 };
 
 // Whether two measurements of throughput cannot be told apart: their

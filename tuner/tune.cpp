@@ -54,6 +54,9 @@ class TuningRun {
     if (!m_spec.search.initial.empty()) m_study.find_baseline(m_spec.search.initial.front());
     if (m_spec.search.explain && m_study.stopped_by != "interrupted" && m_study.stopped_by != "failed")
       guarded([&] { explain(); });
+    if (const int rounds = remeasure_rounds(m_spec);
+        rounds > 0 && m_study.stopped_by != "interrupted" && m_study.stopped_by != "failed")
+      guarded([&] { remeasure(rounds); });
     m_progress.finish();
     m_study.elapsed_s = elapsed();
     return std::move(m_study);
@@ -152,7 +155,7 @@ class TuningRun {
         const auto& [c, proposed_as] = *next;
         const int trial = m_next_trial++;
         const Assignment a = m_space.to_assignment(c);
-        m_journal->started(trial, a, elapsed(), /*confirm=*/false, proposed_as);
+        m_journal->started(trial, a, elapsed(), Phase::search, proposed_as);
         m_scheduler.submit(trial, a, std::nullopt, race_bar(m_study.trials, m_spec.search.race_margin));
         m_configs[trial] = c;
         ++m_started;
@@ -200,7 +203,7 @@ class TuningRun {
         m_progress.confirm(*have, m_study.search_throughput(c), i + 1, n, elapsed());
         continue;
       }
-      const std::optional<TrialRecord> t = measure_after_search(c, /*explain=*/false);
+      const std::optional<TrialRecord> t = measure_after_search(c, Phase::confirm);
       if (!t) break;
       m_study.confirmations.push_back(*t);
       m_progress.confirm(*t, m_study.search_throughput(c), i + 1, n, elapsed());
@@ -213,7 +216,7 @@ class TuningRun {
   void explain() {
     explain_answer(m_study, m_space, [&](const Config& c) -> std::optional<Outcome> {
       if (auto o = earlier_measurement(m_study, c)) return o;
-      const std::optional<TrialRecord> t = measure_after_search(c, /*explain=*/true);
+      const std::optional<TrialRecord> t = measure_after_search(c, Phase::explain);
       if (!t) return std::nullopt;
       m_study.explanations.push_back(*t);
       m_progress.explain(*t, m_space.to_assignment(c).describe(), elapsed());
@@ -221,22 +224,43 @@ class TuningRun {
     });
   }
 
-  // One measurement after the search (a confirmation or an explanation),
-  // journaled as such and never told to the strategy. None when the run is
-  // interrupted, before or during it (stopped_by says so).
-  std::optional<TrialRecord> measure_after_search(const Config& c, bool explain) {
+  // search.remeasure: the baseline and the answer measured again side by
+  // side, interleaved (baseline, answer, baseline, ...), so that the speedup
+  // reported compares measurements taken under the same conditions rather
+  // than the search's single runs, minutes apart (and the fastest of many,
+  // which selection inflates). Rounds already journaled count (--resume).
+  void remeasure(int rounds) {
+    if (!m_study.baseline || !m_study.best || *m_study.best == m_study.baseline->config) return;
+    const Config baseline = m_study.baseline->config, answer = *m_study.best;
+    const int n = 2 * rounds;
+    int done = static_cast<int>(m_study.baseline_again.size() + m_study.answer_again.size());
+    while (done < n) {
+      const bool of_baseline = m_study.baseline_again.size() <= m_study.answer_again.size();
+      const std::optional<TrialRecord> t =
+          measure_after_search(of_baseline ? baseline : answer,
+                               of_baseline ? Phase::remeasure_baseline : Phase::remeasure_answer);
+      if (!t) return;
+      (of_baseline ? m_study.baseline_again : m_study.answer_again).push_back(*t);
+      m_progress.remeasure(*t, of_baseline ? "baseline" : "answer", ++done, n, elapsed());
+    }
+  }
+
+  // One measurement after the search (a confirmation, an explanation, a
+  // re-measurement), journaled as such and never told to the strategy. None
+  // when the run is interrupted, before or during it (stopped_by says so).
+  std::optional<TrialRecord> measure_after_search(const Config& c, Phase phase) {
     if (interrupted()) m_study.stopped_by = "interrupted";
     if (m_study.stopped_by == "interrupted") return std::nullopt;
     const int trial = m_next_trial++;
     const Assignment a = m_space.to_assignment(c);
-    m_journal->started(trial, a, elapsed(), /*confirm=*/!explain, explain ? "explain" : "", explain);
+    m_journal->started(trial, a, elapsed(), phase, phase == Phase::explain ? "explain" : "");
     m_scheduler.submit(trial, a);
     const Scheduler::Done d = m_scheduler.wait_next();
     if (cut_short_by_interrupt(d.outcome)) {
       m_study.stopped_by = "interrupted";
       return std::nullopt;
     }
-    m_journal->finished(trial, a, d.outcome, elapsed(), /*confirm=*/!explain, explain);
+    m_journal->finished(trial, a, d.outcome, elapsed(), phase);
     return TrialRecord{trial, c, d.outcome, false};
   }
 
@@ -287,8 +311,13 @@ nlohmann::json journal_header(const Spec& spec) {
           {"initial", initial_json(spec)},  // the baseline, for the report
           {"confirm", spec.search.confirm},
           {"explain", spec.search.explain},
+          {"remeasure", remeasure_rounds(spec)},
           {"effective_batch", spec.effective_batch ? nlohmann::json(*spec.effective_batch) : nlohmann::json()},
           {"limits", {{"vram_bytes", spec.limits.vram_bytes}, {"ram_bytes", spec.limits.ram_bytes}}}};
+}
+
+int remeasure_rounds(const Spec& spec) {
+  return spec.search.remeasure.value_or(spec.workload.kind == "command" ? 2 : 0);
 }
 
 StrategyContext strategy_context(const SearchSpace& space, std::uint64_t seed, int budget,

@@ -46,4 +46,8 @@ StrategyContext strategy_context(const SearchSpace& space, std::uint64_t seed, i
 // The journal header for a spec (space hash, parameters, strategy, seed).
 nlohmann::json journal_header(const Spec& spec);
 
+// search.remeasure as it applies to this spec: what it says, else 2 for the
+// command workload and 0 for the others.
+int remeasure_rounds(const Spec& spec);
+
 }  // namespace autotune

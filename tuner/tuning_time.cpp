@@ -37,9 +37,9 @@ void add(TuningTime& t, const Outcome& o) {
 
 TuningTime tuning_time(const Study& s) {
   TuningTime t;
-  for (const auto& r : s.trials) add(t, r.outcome);
-  for (const auto& r : s.confirmations)
-    add(t, r.outcome);
+  // Every measurement the run made, after the search too: each costs the user's time.
+  for (const auto* runs : {&s.trials, &s.confirmations, &s.explanations, &s.baseline_again, &s.answer_again})
+    for (const auto& r : *runs) add(t, r.outcome);
   return t;
 }
 

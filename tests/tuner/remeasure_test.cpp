@@ -1,0 +1,98 @@
+// search.remeasure: after the search the baseline and the answer are measured
+// again side by side, interleaved, and the speedup written is theirs; on by
+// default (2 each) for the command workload, off for the others unless asked.
+#include <gtest/gtest.h>
+#include <unistd.h>
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "tests/support/shell.hpp"
+
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string fmt_ratio(double x) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2f", x);
+  return buf;
+}
+
+class Remeasure : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    m_dir = fs::temp_directory_path() / ("autotune_remeasure_" + std::to_string(::getpid()) + "_" +
+                                         ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(m_dir);
+    fs::create_directories(m_dir);
+  }
+  void TearDown() override { fs::remove_all(m_dir); }
+
+  // A command job whose throughput is its batch size, plus the trial number
+  // (so that each measurement differs), over batch 8 (the baseline) and 32.
+  autotune::testing::ShellRun tune(const std::string& search_extra) {
+    std::ofstream(m_dir / "space.yaml")
+        << "workload:\n  kind: command\n  command: \"printf '{\\\"throughput\\\": %s}' "
+           "$(( AUTOTUNE_BATCH_SIZE * 100 + AUTOTUNE_TRIAL )) > \\\"$AUTOTUNE_RESULT\\\"\"\n"
+        << "space:\n  batch_size: {values: [8, 32]}\n"
+        << "search: {strategy: grid, explain: false, initial: [{batch_size: 8}]" << search_extra << "}\n";
+    return autotune::testing::run_shell("cd " + m_dir.string() + " && " + AUTOTUNE_BINARY + " space.yaml 2>&1");
+  }
+  // (remeasure field, throughput) of the finish records that have one, in order.
+  std::vector<std::pair<std::string, double>> again() {
+    std::ifstream in(m_dir / "tuned.journal.jsonl");
+    std::vector<std::pair<std::string, double>> out;
+    for (std::string l; std::getline(in, l);) {
+      auto j = nlohmann::json::parse(l);
+      if (j["type"] == "finish" && j.contains("remeasure"))
+        out.emplace_back(j["remeasure"].get<std::string>(), j["throughput"].get<double>());
+    }
+    return out;
+  }
+  fs::path m_dir;
+};
+
+TEST_F(Remeasure, ACommandJobsBaselineAndAnswerAreMeasuredAgainInterleaved) {
+  const auto r = tune("");
+  ASSERT_EQ(r.status, 0) << r.out;
+  const auto a = again();
+  ASSERT_EQ(a.size(), 4u) << r.out;
+  EXPECT_EQ(a[0].first, "baseline");
+  EXPECT_EQ(a[1].first, "answer");
+  EXPECT_EQ(a[2].first, "baseline");
+  EXPECT_EQ(a[3].first, "answer");
+  // Trials 1-2 searched; 3-6 the re-measurements: medians (803+805)/2 and (3204+3206)/2.
+  const double answer = (a[1].second + a[3].second) / 2, baseline = (a[0].second + a[2].second) / 2;
+  EXPECT_DOUBLE_EQ(answer, 3205);
+  EXPECT_DOUBLE_EQ(baseline, 804);
+  const YAML::Node t = YAML::LoadFile((m_dir / "tuned.yaml").string());
+  EXPECT_NEAR(t["baseline"]["speedup"].as<double>(), answer / baseline, 1e-3);
+  EXPECT_EQ(t["baseline"]["remeasured"]["runs"].as<int>(), 2);
+  EXPECT_NE(r.out.find(fmt_ratio(answer / baseline) + "x the baseline, measured again side by side"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("+ 4 side by side"), std::string::npos) << r.out;
+  // The report reads the same from the journal.
+  const auto rep = autotune::testing::run_shell("cd " + m_dir.string() + " && " + AUTOTUNE_BINARY +
+                                                " report tuned.journal.jsonl --text 2>&1");
+  EXPECT_NE(rep.out.find("measured again side by side, medians of 2 runs"), std::string::npos) << rep.out;
+}
+
+TEST_F(Remeasure, OffWhenTheSpecSaysZero) {
+  const auto r = tune(", remeasure: 0");
+  ASSERT_EQ(r.status, 0) << r.out;
+  EXPECT_TRUE(again().empty());
+  const YAML::Node t = YAML::LoadFile((m_dir / "tuned.yaml").string());
+  EXPECT_FALSE(t["baseline"]["remeasured"]) << "search figures: 3202 / 801";
+  EXPECT_NEAR(t["baseline"]["speedup"].as<double>(), 3202.0 / 801.0, 1e-3);
+}
+
+}  // namespace
