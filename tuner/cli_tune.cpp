@@ -33,6 +33,29 @@ struct TuneArgs {
   std::optional<std::string> report;  // --report [PATH]: "" means beside tuned.yaml
 };
 
+// When the answer is not the fastest search trial (the figure the progress
+// lines called best), why, unless another line of the summary says it.
+std::string why_not_the_fastest(const Spec& spec, const Study& r) {
+  const TrialRecord* fastest = nullptr;
+  for (const auto& t : r.trials)
+    if (t.outcome.ok() && (!fastest || t.outcome.throughput > fastest->outcome.throughput)) fastest = &t;
+  if (!fastest || !r.best || fastest->config == *r.best) return {};
+  if (r.nearer_than && r.nearer_than->config == fastest->config) return {};  // Occam's line says it
+  for (const ConfirmRow& row : r.confirmed)
+    if (row.config == fastest->config)
+      return fmt::format("trial {} measured {:.1f} samples/s once; measured again it did not hold up{}",
+                         fastest->trial, fastest->outcome.throughput,
+                         row.all_ok ? fmt::format(" (mean {:.1f})", row.mean) : std::string(" (it failed)"));
+  if (std::any_of(r.knobs.begin(), r.knobs.end(), [](const KnobRow& k) { return k.put_back; }))
+    return fmt::format("trial {} measured {:.1f} samples/s; the knobs below that bought less than the noise, or "
+                       "cost throughput, were put back to the baseline's",
+                       fastest->trial, fastest->outcome.throughput);
+  return fmt::format("trial {} measured {:.1f} samples/s ({}); the {} strategy recommends this one from all its "
+                     "trials",
+                     fastest->trial, fastest->outcome.throughput,
+                     spec.space.to_assignment(fastest->config).describe(), spec.search.strategy);
+}
+
 void print_summary(const Spec& spec, const Study& r) {
   std::cout << "\n";
   if (r.best && r.best_outcome) {
@@ -44,6 +67,7 @@ void print_summary(const Spec& spec, const Study& r) {
       std::cout << fmt::format("        trial {} measured {:.1f} samples/s, within the noise of this one, which changes "
                                "fewer knobs from the baseline\n",
                                r.nearer_than->trial, r.nearer_than->outcome.throughput);
+    if (const std::string why = why_not_the_fastest(spec, r); !why.empty()) std::cout << "        " << why << "\n";
     for (const ConfirmRow& row : r.confirmed)
       if (row.chosen && row.config == *r.best)
         std::cout << fmt::format("        as measured again; chosen on the mean of its {} runs ({:.1f}); {} of {} "
@@ -69,7 +93,11 @@ void print_summary(const Spec& spec, const Study& r) {
         std::cout << "train:  " << line << "\n";
       // Why: where each one's time went, and the bottleneck that moved.
       const TimeSplit before = time_split(r.baseline->outcome), after = time_split(*r.best_outcome);
-      if (before.known() && after.known())
+      if (*r.best == r.baseline->config)
+        std::cout << "why:    the answer is the baseline: no configuration measured was faster by more than the "
+                     "noise\n"
+                  << (after.known() ? "        " + describe(after) + "\n" : std::string());
+      else if (before.known() && after.known())
         std::cout << "why:    baseline " << describe(before) << "\n"
                   << "        answer   " << describe(after) << "\n"
                   << "        " << explain_speedup(before, after) << "\n";

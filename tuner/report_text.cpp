@@ -117,7 +117,10 @@ std::string render_report_text(const JournalStudy& s) {
     if (before && before->known()) out += "why:      baseline " + describe(*before) + "\n";
     if (after.known()) out += std::string(before && before->known() ? "          " : "why:      ") + "answer   " +
                               describe(after) + "\n";
-    if (before && before->known() && after.known()) out += "          " + explain_speedup(*before, after) + "\n";
+    if (r.baseline && *r.best == r.baseline->config)
+      out += "          the answer is the baseline: no configuration measured was faster by more than the noise\n";
+    else if (before && before->known() && after.known())
+      out += "          " + explain_speedup(*before, after) + "\n";
   } else {
     out += "answer:   none yet: no configuration ran successfully\n";
   }

@@ -38,12 +38,13 @@ class Remeasure : public ::testing::Test {
 
   // A command job whose throughput is its batch size, plus the trial number
   // (so that each measurement differs), over batch 8 (the baseline) and 32.
-  autotune::testing::ShellRun tune(const std::string& search_extra) {
+  autotune::testing::ShellRun tune(const std::string& search_extra, int baseline = 8) {
     std::ofstream(m_dir / "space.yaml")
         << "workload:\n  kind: command\n  command: \"printf '{\\\"throughput\\\": %s}' "
            "$(( AUTOTUNE_BATCH_SIZE * 100 + AUTOTUNE_TRIAL )) > \\\"$AUTOTUNE_RESULT\\\"\"\n"
         << "space:\n  batch_size: {values: [8, 32]}\n"
-        << "search: {strategy: grid, explain: false, initial: [{batch_size: 8}]" << search_extra << "}\n";
+        << "search: {strategy: grid, explain: false, initial: [{batch_size: " << baseline << "}]" << search_extra
+        << "}\n";
     return autotune::testing::run_shell("cd " + m_dir.string() + " && " + AUTOTUNE_BINARY + " space.yaml 2>&1");
   }
   // (remeasure field, throughput) of the finish records that have one, in order.
@@ -93,6 +94,17 @@ TEST_F(Remeasure, OffWhenTheSpecSaysZero) {
   const YAML::Node t = YAML::LoadFile((m_dir / "tuned.yaml").string());
   EXPECT_FALSE(t["baseline"]["remeasured"]) << "search figures: 3202 / 801";
   EXPECT_NEAR(t["baseline"]["speedup"].as<double>(), 3202.0 / 801.0, 1e-3);
+}
+
+// The answer is the baseline: nothing to measure side by side, and the
+// summary says so instead of comparing the baseline with itself.
+TEST_F(Remeasure, WhenTheAnswerIsTheBaselineTheSummarySaysSo) {
+  const auto r = tune("", 32);
+  ASSERT_EQ(r.status, 0) << r.out;
+  EXPECT_TRUE(again().empty()) << r.out;
+  EXPECT_NE(r.out.find("1.00x the baseline"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("why:    the answer is the baseline"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("still the bottleneck"), std::string::npos) << r.out;
 }
 
 }  // namespace
