@@ -26,13 +26,15 @@ import autotune_trial
 
 
 def parse_args():
-    p = autotune_trial.params(batch_size=64, num_workers=0, prefetch_factor=2, pin_memory=False, precision="fp32")
+    p = autotune_trial.params(batch_size=64, num_workers=0, prefetch_factor=2, pin_memory=False, precision="fp32",
+                              grad_accum=1)
     a = argparse.ArgumentParser()
     a.add_argument("--batch-size", type=int, default=p.batch_size)
     a.add_argument("--num-workers", type=int, default=p.num_workers)
     a.add_argument("--prefetch-factor", type=int, default=p.prefetch_factor)
     a.add_argument("--pin-memory", default=str(p.pin_memory))
     a.add_argument("--precision", default=p.precision, choices=["fp32", "tf32", "fp16", "bf16"])
+    a.add_argument("--grad-accum", type=int, default=p.grad_accum, help="micro-batches per optimizer step")
     a.add_argument("--images", type=int, default=2000)
     a.add_argument("--size", type=int, default=96, help="side of the crop the model sees")
     a.add_argument("--data", default=os.path.join(tempfile.gettempdir(), "autotune-example-jpegs"))
@@ -116,14 +118,15 @@ def train(torch, DataLoader, Jpegs, dev, a):
 
     with autotune_trial.Meter(batch_size=a.batch_size, num_workers=a.num_workers,
                               prefetch_factor=a.prefetch_factor) as meter:
-        for x, y in meter.batches(loader):
+        for step, (x, y) in enumerate(meter.batches(loader), 1):
             x, y = x.to(dev, non_blocking=True), y.to(dev, non_blocking=True)
             with torch.autocast(dev.type, dtype=dtype, enabled=dtype is not None):
-                loss = torch.nn.functional.cross_entropy(model(x), y)
-            opt.zero_grad(set_to_none=True)
+                loss = torch.nn.functional.cross_entropy(model(x), y) / a.grad_accum
             scaler.scale(loss).backward()
-            scaler.step(opt)
-            scaler.update()
+            if step % a.grad_accum == 0:  # one optimizer step per grad_accum micro-batches
+                scaler.step(opt)
+                scaler.update()
+                opt.zero_grad(set_to_none=True)
 
 
 def main():
@@ -151,7 +154,7 @@ def main():
     # defaults); the loader and the model are built per trial.
     for p in autotune_trial.trials(batch_size=a.batch_size, num_workers=a.num_workers,
                                    prefetch_factor=a.prefetch_factor, pin_memory=a.pin_memory,
-                                   precision=a.precision):
+                                   precision=a.precision, grad_accum=a.grad_accum):
         train(torch, DataLoader, Jpegs, dev, p)
     return 0
 

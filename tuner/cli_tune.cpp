@@ -89,7 +89,7 @@ void print_summary(const Spec& spec, const Study& r) {
         std::cout << (i == 0 ? "knobs:  " : "        ") << describe(r.knobs[i]) << "\n";
       for (const std::string& line :
            describe(training_change(spec.space.to_assignment(r.baseline->config), spec.space.to_assignment(*r.best),
-                                    spec.effective_batch.has_value())))
+                                    spec.effective_batch.has_value(), spec.ranks)))
         std::cout << "train:  " << line << "\n";
       // Why: where each one's time went, and the bottleneck that moved.
       const TimeSplit before = time_split(r.baseline->outcome), after = time_split(*r.best_outcome);

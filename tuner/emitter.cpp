@@ -188,14 +188,16 @@ std::string render_tuned_yaml(const Spec& spec, const Study& r) {
   }
   // What the answer changes of the training itself (tuner/same_training.hpp).
   if (baseline_config && best) {
-    const TrainingChange c = training_change(*baseline_config, *best, spec.effective_batch.has_value());
+    const TrainingChange c = training_change(*baseline_config, *best, spec.effective_batch.has_value(), spec.ranks);
     if (c.batch_after || c.precision_after) {
       e << YAML::Key << "same_training" << YAML::Value << YAML::BeginMap;
       if (c.batch_before && c.batch_after) {
         e << YAML::Key << "effective_batch" << YAML::Value << YAML::Flow << YAML::BeginMap;
         e << YAML::Key << "baseline" << YAML::Value << *c.batch_before;
         e << YAML::Key << "best" << YAML::Value << *c.batch_after;
-        e << YAML::Key << "pinned" << YAML::Value << c.pinned << YAML::EndMap;
+        e << YAML::Key << "pinned" << YAML::Value << c.pinned;
+        if (c.ranks > 1) e << YAML::Key << "ranks" << YAML::Value << c.ranks;
+        e << YAML::EndMap;
       }
       if (c.precision_before && c.precision_after) {
         e << YAML::Key << "precision" << YAML::Value << YAML::Flow << YAML::BeginMap;

@@ -73,6 +73,7 @@ Spec spec_of(const std::filesystem::path& path, const JournalContents& j) {
   spec.search.explain = h.value("explain", false);  // journals from before it knew no explanation
   if (h.contains("effective_batch") && h["effective_batch"].is_number_integer())
     spec.effective_batch = h["effective_batch"].get<std::int64_t>();
+  spec.ranks = h.value("ranks", std::int64_t{1});
   if (h.contains("limits")) {
     spec.limits.vram_bytes = h["limits"].value("vram_bytes", 0.0);
     spec.limits.ram_bytes = h["limits"].value("ram_bytes", 0.0);

@@ -109,7 +109,7 @@ std::string render_report_text(const JournalStudy& s) {
     if (r.baseline)
       for (const std::string& line : describe(training_change(s.spec.space.to_assignment(r.baseline->config),
                                                               s.spec.space.to_assignment(*r.best),
-                                                              s.spec.effective_batch.has_value())))
+                                                              s.spec.effective_batch.has_value(), s.spec.ranks)))
         out += "train:    " + line + "\n";
     const TimeSplit after = time_split(*r.best_outcome);
     const std::optional<TimeSplit> before =

@@ -4,18 +4,20 @@
 
 namespace autotune {
 
-std::optional<std::int64_t> effective_batch(const Assignment& a) {
+std::optional<std::int64_t> effective_batch(const Assignment& a, std::int64_t ranks) {
   const Value* batch = a.find("batch_size");
   if (!batch || !is_int(*batch)) return std::nullopt;
   std::int64_t n = std::get<std::int64_t>(*batch);
   if (const Value* accum = a.find("grad_accum"); accum && is_int(*accum)) n *= std::get<std::int64_t>(*accum);
-  return n;
+  return n * ranks;
 }
 
-TrainingChange training_change(const Assignment& baseline, const Assignment& answer, bool pinned) {
+TrainingChange training_change(const Assignment& baseline, const Assignment& answer, bool pinned,
+                               std::int64_t ranks) {
   TrainingChange c;
-  c.batch_before = effective_batch(baseline);
-  c.batch_after = effective_batch(answer);
+  c.batch_before = effective_batch(baseline, ranks);
+  c.batch_after = effective_batch(answer, ranks);
+  c.ranks = ranks;
   if (const Value* p = baseline.find("precision")) c.precision_before = to_string(*p);
   if (const Value* p = answer.find("precision")) c.precision_after = to_string(*p);
   c.pinned = pinned;
@@ -33,6 +35,7 @@ std::vector<std::string> describe(const TrainingChange& c) {
   } else if (c.batch_after) {
     out.push_back(fmt::format("effective batch {}, as the baseline's{}", *c.batch_after,
                               c.pinned ? " (constraints.effective_batch)" : ""));
+  if (c.batch_after && c.ranks > 1) out.back() += fmt::format(" ({} ranks x batch_size x grad_accum)", c.ranks);
   }
   if (c.precision_changed())
     out.push_back(fmt::format("precision {} -> {}: a change of numerics, not only of speed", *c.precision_before,

@@ -12,20 +12,23 @@
 
 namespace autotune {
 
-// batch_size x grad_accum (grad_accum 1 when it is no knob); none without batch_size.
-std::optional<std::int64_t> effective_batch(const Assignment& a);
+// batch_size x grad_accum (grad_accum 1 when it is no knob) x the
+// data-parallel ranks (constraints.ranks); none without batch_size.
+std::optional<std::int64_t> effective_batch(const Assignment& a, std::int64_t ranks = 1);
 
 struct TrainingChange {
   std::optional<std::int64_t> batch_before, batch_after;
   std::optional<std::string> precision_before, precision_after;
   bool pinned = false;  // constraints.effective_batch held every trial to it
+  std::int64_t ranks = 1;  // data-parallel processes, each taking batch_size (constraints.ranks)
   bool batch_changed() const { return batch_before && batch_after && *batch_before != *batch_after; }
   bool precision_changed() const {
     return precision_before && precision_after && *precision_before != *precision_after;
   }
 };
 
-TrainingChange training_change(const Assignment& baseline, const Assignment& answer, bool pinned);
+TrainingChange training_change(const Assignment& baseline, const Assignment& answer, bool pinned,
+                               std::int64_t ranks = 1);
 
 // One line each for the effective batch and, when it changed, the precision:
 //   "effective batch 32 -> 256 (8x the samples per optimizer step): ..."

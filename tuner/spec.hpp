@@ -80,6 +80,9 @@ struct Spec {
   // constraints.effective_batch: batch_size x grad_accum pinned (a rule of
   // the space), so that every trial and the answer train with it.
   std::optional<std::int64_t> effective_batch;
+  // constraints.ranks: data-parallel processes, each with batch_size x
+  // grad_accum samples per optimizer step; part of the effective batch.
+  std::int64_t ranks = 1;
   std::string objective = "throughput";
   SearchSpec search;
   ExecutorSpec executor;

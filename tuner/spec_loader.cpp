@@ -40,6 +40,7 @@ void read_sections(YamlReader& r, const YAML::Node& root, const fs::path& base_d
   if (!space_entry) r.fail({1, 1}, "space", "a 'space' section (the parameters to tune)", "none");
   const SpaceRead space = read_space(r, space_entry, find(top, "constraints"), spec.space, spec.limits);
   spec.effective_batch = space.effective_batch;
+  spec.ranks = space.ranks;
   if (const Entry* e = find(top, "workload")) read_workload(r, *e, space, base_dir, spec.workload);
   else r.fail({1, 1}, "workload", "a 'workload' section (e.g. {kind: synthetic})", "none");
   if (const Entry* e = find(top, "objective")) read_objective(r, *e, spec.objective);

@@ -18,6 +18,7 @@ struct SpaceRead {
   bool parsed = false;            // `space` present, non-empty, every parameter parsed
   bool built = false;             // the Spec's space holds the parameters and the rules
   std::optional<std::int64_t> effective_batch;  // constraints.effective_batch, when given
+  std::int64_t ranks = 1;                       // constraints.ranks
 };
 
 std::vector<std::string> names_of(const std::vector<Parameter>& params);

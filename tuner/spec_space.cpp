@@ -23,7 +23,7 @@ const std::vector<std::string> kParamKeys = {"values", "range", "step", "log", "
 // `memory:` on a parameter: which memory its value grows (search/knobs.hpp).
 const std::vector<std::string> kMemoryUses = {"device", "host", "both", "none"};
 const std::vector<std::string> kDomainForms = {"values", "range", "log", "pow2"};
-const std::vector<std::string> kConstraintKeys = {"vram", "ram", "rules", "effective_batch"};
+const std::vector<std::string> kConstraintKeys = {"vram", "ram", "rules", "effective_batch", "ranks"};
 
 bool is_identifier(std::string_view s) {
   if (s.empty() || !(std::isalpha(static_cast<unsigned char>(s[0])) || s[0] == '_')) return false;
@@ -399,6 +399,8 @@ void SpaceReader::read_constraints(const Entry& e) {
       m_rules_ok = false;
     }
   }
+  if (const Entry* n = find(keys, "ranks"))
+    if (auto v = m_r.get_int(n->value, n->loc, "constraints.ranks", 1, 1'000'000)) m_out.ranks = *v;
   if (const Entry* r = find(keys, "rules")) {
     m_rules_loc = r->loc;
     if (!r->value.IsSequence()) {
@@ -436,8 +438,9 @@ void SpaceReader::build_space() {
                "no batch_size among " + join(names));
       ok = false;
     } else {
-      const std::string rule = accum ? fmt::format("batch_size * grad_accum == {}", *m_out.effective_batch)
-                                     : fmt::format("batch_size == {}", *m_out.effective_batch);
+      const std::string ranks = m_out.ranks > 1 ? fmt::format(" * {}", m_out.ranks) : std::string();
+      const std::string rule = accum ? fmt::format("batch_size * grad_accum{} == {}", ranks, *m_out.effective_batch)
+                                     : fmt::format("batch_size{} == {}", ranks, *m_out.effective_batch);
       if (m_rules.empty()) m_rules_loc = m_effective_batch_loc;
       m_rules.push_back(rule);
       m_rule_locs.push_back(m_effective_batch_loc);

@@ -313,6 +313,7 @@ nlohmann::json journal_header(const Spec& spec) {
           {"explain", spec.search.explain},
           {"remeasure", remeasure_rounds(spec)},
           {"effective_batch", spec.effective_batch ? nlohmann::json(*spec.effective_batch) : nlohmann::json()},
+          {"ranks", spec.ranks},
           {"limits", {{"vram_bytes", spec.limits.vram_bytes}, {"ram_bytes", spec.limits.ram_bytes}}}};
 }
 

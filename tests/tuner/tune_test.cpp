@@ -559,6 +559,36 @@ TEST_F(SameTraining, AnEffectiveBatchWithoutABatchSizeIsASpecError) {
   EXPECT_EQ(loaded.errors[0].line, 4);
 }
 
+// Data-parallel ranks each take batch_size x grad_accum: with
+// constraints.ranks the pin splits the effective batch over them too.
+TEST_F(SameTraining, RanksArePartOfThePinnedEffectiveBatch) {
+  auto loaded = load_spec_text(
+      "workload: {kind: synthetic, profile: balanced}\n"
+      "space:\n"
+      "  batch_size: {values: [16, 32, 64, 128]}\n"
+      "  grad_accum: {values: [1, 2, 4, 8]}\n"
+      "constraints: {effective_batch: 256, ranks: 4}\n"
+      "search: {strategy: grid, explain: false, initial: [{batch_size: 16, grad_accum: 4}]}\n",
+      "t.yaml", m_dir);
+  ASSERT_TRUE(loaded.errors.empty()) << loaded.errors.front().format();
+  Spec spec = std::move(*loaded.spec);
+  spec.output.journal = m_dir / "ranks.journal.jsonl";
+  EXPECT_EQ(spec.ranks, 4);
+  auto w = synthetic();
+  Study r = run_tuning(spec, measure_with(*w), {});
+  ASSERT_EQ(r.trials.size(), 3u) << "16x4, 32x2, 64x1 on 4 ranks";
+  for (const auto& t : r.trials) {
+    const Assignment a = spec.space.to_assignment(t.config);
+    EXPECT_EQ(a.get_int("batch_size", 0) * a.get_int("grad_accum", 0) * 4, 256) << a.describe();
+  }
+  const auto same = describe(training_change(spec.space.to_assignment(r.trials[0].config),
+                                             spec.space.to_assignment(r.trials[1].config), true, spec.ranks));
+  ASSERT_EQ(same.size(), 1u);
+  EXPECT_NE(same[0].find("effective batch 256, as the baseline's (constraints.effective_batch) (4 ranks"),
+            std::string::npos)
+      << same[0];
+}
+
 // Without a pin, a change of the effective batch or the precision is said
 // in words, and tuned.yaml carries both.
 TEST(TrainingChange, SaysWhatTheAnswerChangesOfTheTraining) {
