@@ -101,6 +101,9 @@ void print_summary(const Spec& spec, const Study& r) {
         std::cout << "why:    baseline " << describe(before) << "\n"
                   << "        answer   " << describe(after) << "\n"
                   << "        " << explain_speedup(before, after) << "\n";
+      if (*r.best != r.baseline->config)
+        if (const std::string top = biggest_gain(r.knobs); !top.empty())
+          std::cout << (before.known() && after.known() ? "        " : "why:    ") << top << "\n";
     } else if (const TimeSplit after = time_split(*r.best_outcome); after.known()) {
       std::cout << "        " << describe(after) << "\n";
     }

@@ -14,6 +14,26 @@ std::optional<Outcome> earlier_measurement(const Study& study, const Config& con
   return std::nullopt;
 }
 
+namespace {
+// Whether the outcome says the workload ignored `knob` (label "ignored":
+// "pin_memory, precision").
+bool ignores(const Outcome& o, const std::string& knob) {
+  const auto it = o.labels.find("ignored");
+  if (it == o.labels.end()) return false;
+  std::string_view rest = it->second;
+  while (!rest.empty()) {
+    const std::size_t comma = rest.find(',');
+    std::string_view name = rest.substr(0, comma);
+    while (!name.empty() && name.front() == ' ') name.remove_prefix(1);
+    while (!name.empty() && name.back() == ' ') name.remove_suffix(1);
+    if (name == knob) return true;
+    if (comma == std::string_view::npos) break;
+    rest.remove_prefix(comma + 1);
+  }
+  return false;
+}
+}  // namespace
+
 void explain_answer(Study& s, const SearchSpace& space, const ExplainMeasure& measure) {
   s.knobs.clear();
   if (!s.best || !s.best_outcome || !s.baseline || !s.baseline->outcome.ok()) return;
@@ -31,6 +51,14 @@ void explain_answer(Study& s, const SearchSpace& space, const ExplainMeasure& me
                 to_string(p.values[static_cast<std::size_t>(answer[d])]), std::nullopt, "", false};
     Config back = answer;
     back[d] = base[d];
+    if (ignores(measured, p.name) && space.is_valid(back)) {
+      row.put_back = true;
+      row.note = fmt::format("no effect here: the workload ignores it; kept at {}", row.baseline);
+      simpler[d] = base[d];
+      any = true;
+      s.knobs.push_back(std::move(row));
+      continue;
+    }
     std::optional<Outcome> o;
     if (space.is_valid(back)) o = measure(back);
     if (o) seen.emplace_back(back, *o);
@@ -79,6 +107,15 @@ std::string describe(const KnobRow& row) {
   if (row.worth) out += fmt::format(": {:+.1f}%", *row.worth * 100.0);
   if (!row.note.empty()) out += row.worth ? fmt::format(" ({})", row.note) : ": " + row.note;
   return out;
+}
+
+std::string biggest_gain(const std::vector<KnobRow>& knobs) {
+  const KnobRow* top = nullptr;
+  for (const KnobRow& k : knobs)
+    if (!k.put_back && k.worth && *k.worth > 0 && (!top || *k.worth > *top->worth)) top = &k;
+  if (!top) return {};
+  return fmt::format("most of it: {} {} -> {}, {:+.1f}% on its own (the other knobs at the answer's values)",
+                     top->knob, top->baseline, top->best, *top->worth * 100.0);
 }
 
 }  // namespace autotune

@@ -32,4 +32,9 @@ std::optional<Outcome> earlier_measurement(const Study& study, const Config& con
 // "num_workers 0 -> 2: +110%", "pin_memory false -> true: +0.4% (within noise; kept at false)"
 std::string describe(const KnobRow& row);
 
+// The why: line the knob table gives: the kept change worth the most
+// ("most of it: num_workers 0 -> 8, +336.4% on its own"), or empty when no
+// kept change was measured.
+std::string biggest_gain(const std::vector<KnobRow>& knobs);
+
 }  // namespace autotune

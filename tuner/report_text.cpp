@@ -121,6 +121,8 @@ std::string render_report_text(const JournalStudy& s) {
       out += "          the answer is the baseline: no configuration measured was faster by more than the noise\n";
     else if (before && before->known() && after.known())
       out += "          " + explain_speedup(*before, after) + "\n";
+    if (r.baseline && *r.best != r.baseline->config)
+      if (const std::string top = biggest_gain(r.knobs); !top.empty()) out += "          " + top + "\n";
   } else {
     out += "answer:   none yet: no configuration ran successfully\n";
   }

@@ -174,6 +174,9 @@ Outcome Workload::interpret(const ExternalRun& run, const TrialContext& ctx) con
     return fail(Status::error, fmt::format("the result's throughput {} is not a finite number >= 0", tp));
   Outcome o = Outcome::success(tp);
   o.metrics = std::move(metrics);
+  // The knobs the job says it ignored ("pin_memory, precision"): explain puts them back unmeasured.
+  if (result->contains("ignored") && (*result)["ignored"].is_string())
+    o.labels["ignored"] = (*result)["ignored"].get<std::string>();
   // It wrote or printed its result, then did not exit (a teardown that
   // hung): stopped, and what it measured stands.
   if (after_result) o.metrics["stopped_after_result"] = 1;

@@ -656,5 +656,31 @@ TEST(Explain, PutsBackWhatBoughtNothingAndSaysWhatTheRestBought) {
   EXPECT_DOUBLE_EQ(s.best_outcome->throughput, 3000);
 }
 
+// A knob the workload says it ignored (the cpu workload's pin_memory: no
+// device) goes back to the baseline's value without a measurement of its
+// own, however a noisy measurement would have read it.
+TEST(Explain, AKnobTheWorkloadIgnoredGoesBackUnmeasured) {
+  const SearchSpace space({{"num_workers", {Value{std::int64_t{0}}, Value{std::int64_t{2}}}, Scale::linear},
+                           {"pin_memory", {Value{false}, Value{true}}, Scale::linear}},
+                          {});
+  Study s;
+  s.baseline = TrialRecord{1, Config{0, 0}, Outcome::success(1000), false};
+  s.best = Config{1, 1};
+  s.best_outcome = Outcome::success(3000);
+  s.best_outcome->labels["ignored"] = "precision, pin_memory";
+  std::vector<Config> measured;
+  explain_answer(s, space, [&](const Config& c) -> std::optional<Outcome> {
+    measured.push_back(c);
+    return Outcome::success(c == Config{1, 0} ? 2900 : 1000);
+  });
+  ASSERT_EQ(s.knobs.size(), 2u);
+  EXPECT_FALSE(s.knobs[0].put_back);
+  EXPECT_TRUE(s.knobs[1].put_back);
+  EXPECT_EQ(describe(s.knobs[1]), "pin_memory false -> true: no effect here: the workload ignores it; kept at false");
+  EXPECT_EQ(*s.best, (Config{1, 0}));
+  // Measured: workers put back, then the answer as emitted (pinning put back).
+  EXPECT_EQ(measured, (std::vector<Config>{{0, 1}, {1, 0}}));
+}
+
 }  // namespace
 }  // namespace autotune
