@@ -1,5 +1,7 @@
 #include "tuner/explain.hpp"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "tuner/racing.hpp"
@@ -88,9 +90,28 @@ void explain_answer(Study& s, const SearchSpace& space, const ExplainMeasure& me
   for (const auto& [c, m] : seen)
     if (c == simpler) o = m;
   if (!o && space.is_valid(simpler)) o = measure(simpler);
-  if (o && o->ok()) {
+  // Each put back alone cost nothing measurable; together they must not
+  // either (knobs that interact, or a machine whose speed drifted between
+  // the measurements): an emitted configuration clearly slower than the
+  // answer keeps the answer.
+  const bool only_ignored = std::all_of(s.knobs.begin(), s.knobs.end(), [&](const KnobRow& k) {
+    return !k.put_back || ignores(measured, k.knob);
+  });
+  const bool slower =
+      o && o->ok() && !only_ignored && o->throughput < measured.throughput && !within_noise(measured, *o);
+  if (o && o->ok() && !slower) {
     s.best = simpler;
     s.best_outcome = *o;
+    return;
+  }
+  if (slower) {
+    for (KnobRow& row : s.knobs)
+      if (row.put_back) {
+        row.put_back = false;
+        row.note = fmt::format("each alone within noise, but with all of them put back the answer measured {:.1f} "
+                               "against {:.1f}; kept",
+                               o->throughput, measured.throughput);
+      }
     return;
   }
   for (KnobRow& row : s.knobs)

@@ -656,6 +656,35 @@ TEST(Explain, PutsBackWhatBoughtNothingAndSaysWhatTheRestBought) {
   EXPECT_DOUBLE_EQ(s.best_outcome->throughput, 3000);
 }
 
+// Two knobs that each bought nothing alone but together do (or a machine
+// that slowed down between the measurements): the answer with both put back
+// is clearly slower, so the answer keeps both.
+TEST(Explain, PutBackTogetherMustNotCostWhatEachAloneDidNot) {
+  const SearchSpace space({{"num_workers", {Value{std::int64_t{0}}, Value{std::int64_t{2}}}, Scale::linear},
+                           {"batch_size", {Value{std::int64_t{32}}, Value{std::int64_t{64}}}, Scale::log}},
+                          {});
+  auto outcome = [](double t) {
+    Outcome o = Outcome::success(t);
+    o.metrics["throughput_rsd"] = 0.02;
+    o.metrics["mean_windows"] = 5;
+    return o;
+  };
+  Study s;
+  s.baseline = TrialRecord{1, Config{0, 0}, outcome(1000), false};
+  s.best = Config{1, 1};
+  s.best_outcome = outcome(3000);
+  explain_answer(s, space, [&](const Config& c) -> std::optional<Outcome> {
+    return outcome(c == Config{0, 0} ? 1000 : 2990);
+  });
+  ASSERT_EQ(s.knobs.size(), 2u);
+  for (const auto& k : s.knobs) {
+    EXPECT_FALSE(k.put_back) << describe(k);
+    EXPECT_NE(k.note.find("with all of them put back the answer measured 1000.0"), std::string::npos) << k.note;
+  }
+  EXPECT_EQ(*s.best, (Config{1, 1}));
+  EXPECT_DOUBLE_EQ(s.best_outcome->throughput, 3000);
+}
+
 // A knob the workload says it ignored (the cpu workload's pin_memory: no
 // device) goes back to the baseline's value without a measurement of its
 // own, however a noisy measurement would have read it.
