@@ -2,6 +2,10 @@
 // margins: the machine has 2 cores shared with other builds. Each trial is
 // short (max_seconds 1.2-2 s).
 #include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "workloads/measure.hpp"
 #include <sys/resource.h>
 
 #include <algorithm>
@@ -38,6 +42,13 @@ TEST(CpuWorkload, MeasuresAThroughputWithItsMetrics) {
   EXPECT_LE(*o.metric("compute_busy"), 1.0);
   EXPECT_GT(*o.metric("ram_bytes"), 1e6);
   EXPECT_LT(o.seconds, 1.5 + 1.0);
+  // The precision of the mean: t(90%, n - 1) x rsd / sqrt(n) over its n windows.
+  if (const double n = *o.metric("mean_windows"); n >= 2) {
+    ASSERT_TRUE(o.metric("throughput_ci90").has_value());
+    EXPECT_NEAR(*o.metric("throughput_ci90"),
+                student_t95(static_cast<int>(n) - 1) * *o.metric("throughput_rsd") / std::sqrt(n), 1e-12);
+  }
+  EXPECT_EQ(o.labels.at("ignored"), "pin_memory") << "no device: pinning changes nothing";
 }
 
 // startup_seconds runs from the trial's start (ctx.started, which the executor
