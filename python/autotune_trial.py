@@ -83,21 +83,42 @@ torchrun sets, or Open MPI's ``OMPI_COMM_WORLD_LOCAL_SIZE``) as rank 0's
 process tree each. Every rank must run the meter and mark the same steps: a
 meter on rank 0 alone would wait at its first agreement for the others.
 
+A loop that ends before the rule has (a one-shot loader run out, a
+Trainer's max_steps reached) is an ``error`` whose reason names the steps it
+had and the steps the measurement needs at its pace: a partial measurement
+would favour the configurations whose steps are slow enough to complete it.
+``Meter.pause()`` and ``resume()`` leave out work that is not training (an
+evaluation, a checkpoint): neither data wait nor in a timed window.
+
 Callbacks built on the same meter, defined only where their package imports:
 ``autotune_trial.HFCallback`` (Hugging Face ``Trainer``) and
-``autotune_trial.LightningCallback`` (Lightning ``Trainer``).
+``autotune_trial.LightningCallback`` (Lightning ``Trainer``, from
+``lightning`` or ``pytorch_lightning``, whichever the script imported). They
+pause the meter across evaluation, logging and checkpoints, and with a
+precision knob they check that the precision which ran is the one asked (an
+``error`` saying which ran if not: Lightning on a CPU turns 16-mixed into
+bf16-mixed). The knobs as each framework's keywords, only those in ``p``::
+
+    transformers.TrainingArguments(output_dir="out", max_steps=10_000, **autotune_trial.training_arguments(p))
+    lightning.Trainer(max_steps=10_000, callbacks=[autotune_trial.LightningCallback(p)],
+                      **autotune_trial.lightning_arguments(p))
+    DataLoader(dataset, **autotune_trial.loader_arguments(p))
 """
 
 import atexit
 import collections
 import gc
+import importlib
+import inspect
 import json
 import math
 import os
 import sys
 import time
+import warnings
 
-__all__ = ["params", "Params", "trials", "Meter", "RULE", "write_result", "HFCallback", "LightningCallback"]
+__all__ = ["params", "Params", "trials", "Meter", "RULE", "write_result", "training_arguments", "lightning_arguments",
+           "loader_arguments", "HFCallback", "LightningCallback"]
 
 # The built-in harness's defaults (workloads/pipeline_knobs.cpp,
 # workloads/cuda_workload_info.cpp): one rule, documented once.
@@ -496,6 +517,17 @@ class Meter:
 
     ``p``: the trial's Params (reads batch_size, num_workers, prefetch_factor
     for the warm-up); keywords override RULE's values.
+
+    ``pause()`` and ``resume()`` bracket work that is not training (an
+    evaluation, a checkpoint, a log write): the time between them is neither
+    data wait nor inside a timed window, and counts toward neither the
+    warm-up nor ``max_s`` (the result's ``paused_seconds`` says how much
+    there was). ``fail(reason)`` ends the measurement as a failed trial.
+    A loop that ends before the rule has (``finish()`` or the end of the
+    ``with`` block first, a one-shot loader run out) is an ``error`` whose
+    reason names the steps it had and the steps the measurement needs: a
+    partial measurement would favour the configurations whose steps are slow
+    enough to finish it.
     """
 
     def __init__(self, p=None, *, batch_size=None, num_workers=None, prefetch_factor=None, stop_below=None,
@@ -555,14 +587,65 @@ class Meter:
         self._local_end = None
         self._local_times = None   # os.times() at _local_end
         self._steps = 0
+        self._capped = False       # ended by max_s
+        # Pauses (pause()/resume()): every rule reads _clock(), perf_counter()
+        # less the paused seconds; the windows keep their perf_counter spans too.
+        self._paused_total = 0.0
+        self._paused_at = None     # perf_counter() where the open pause began
+        self._cpu_at_pause = None  # os.times() at a pause after the warm-up
+        self._paused_cpu = 0.0     # CPU seconds spent in pauses after the warm-up
+        self._spans = []           # each closed window's (perf_counter start, end)
 
     # -- marks
 
     def start(self):
         """Starts the clock (the first mark does it if you do not)."""
         if self._start is None:
-            self._start = self._last_end = time.perf_counter()
+            self._start = self._last_end = self._clock()
             self._wall_start = time.time()
+
+    @property
+    def paused(self):
+        return self._paused_at is not None
+
+    def pause(self, at=None):
+        """From now (or from `at`, an earlier time.perf_counter() reading, no
+        earlier than the last mark) the time is not counted: neither data wait
+        nor a window's, neither warm-up nor ``max_s``. Pausing now first waits
+        for queued CUDA work, which belongs to the steps before. Idempotent;
+        nothing before the first mark or after the end."""
+        if self.done or self._start is None or self._paused_at is not None:
+            return
+        if at is None:
+            _sync()
+        now = time.perf_counter()
+        last_mark = max(self._last_end, self._ready if self._ready is not None else self._last_end)
+        at = now if at is None else min(max(at, last_mark + self._paused_total), now)
+        self._paused_at = at
+        if self._cpu0 is not None:
+            self._cpu_at_pause = os.times()
+
+    def resume(self, at=None):
+        """Counting again from now, or from `at` (a time.perf_counter()
+        reading, not before the pause began), for a framework that only says
+        where the paused work ended once the next step begins. The next mark
+        resumes a pause left open."""
+        if self._paused_at is None:
+            return
+        now = time.perf_counter()
+        at = now if at is None else min(max(at, self._paused_at), now)
+        self._paused_total += at - self._paused_at
+        self._paused_at = None
+        if self._cpu_at_pause is not None:
+            t, c = os.times(), self._cpu_at_pause
+            self._paused_cpu += (t.user + t.system) - (c.user + c.system)
+            self._cpu_at_pause = None
+
+    def _clock(self):
+        """time.perf_counter() less the paused seconds (frozen while paused)."""
+        if self._paused_at is not None:
+            return self._paused_at - self._paused_total
+        return time.perf_counter() - self._paused_total
 
     def batch_ready(self, workers_idle=None, inline=False):
         """The next batch is in hand: the time since the last step ended was data wait.
@@ -571,8 +654,9 @@ class Meter:
         in flight prepared (None: unknown), for the warm-up's rule.
         ``inline``: the loader made this batch in this process (a DataLoader
         with num_workers=0): nothing was prepared ahead, there is no backlog."""
+        self.resume()
         self.start()
-        self._ready = time.perf_counter()
+        self._ready = self._clock()
         self._full = workers_idle
         self._inline = self._inline or inline
 
@@ -580,6 +664,7 @@ class Meter:
         """One step (micro-batch) of `samples` samples is done. Returns `done`."""
         if self.done:
             return True
+        self.resume()
         if self._local_end is None:
             self._step(samples)
         self._steps += 1
@@ -591,8 +676,8 @@ class Meter:
             samples = self.batch_size
             if not samples:
                 raise ValueError("autotune_trial: step_done() needs samples= (no batch_size known)")
-        now = time.perf_counter()
         self.start()
+        now = self._clock()
         ready = self._ready if self._ready is not None else self._last_end
         wait = max(0.0, ready - self._last_end)
         self._ready = None
@@ -631,10 +716,10 @@ class Meter:
                 self._ahead = self._ahead and not self._drained and enough and elapsed < r["warmup_s"]
                 self._warm = True
                 _sync()
-                now = time.perf_counter()
+                now = self._clock()
                 self._warmup_end = now
                 self._cpu0 = os.times()
-                self._win = [now, 0, 0.0, 0]
+                self._win = [now, 0, 0.0, 0, now + self._paused_total]
             self._last_end = now
             return False
         w = self._win
@@ -648,9 +733,10 @@ class Meter:
         capped = now - self._start >= r["max_s"] and self._windows
         if full or capped:
             _sync()
-            now = time.perf_counter()
+            now = self._clock()
             if full:
                 self._windows.append((w[0], now, w[1], w[2]))
+                self._spans.append((w[4], now + self._paused_total))
             k = r["rsd_windows"]
             all_rates = [s / (t1 - t0) for t0, t1, s, _ in self._windows]
             if full and spread_settled(all_rates, r["target_rsd"], k, r["fewest_windows"]):
@@ -664,9 +750,10 @@ class Meter:
                 self._stopped_on_scatter = True
                 self._finish(now)
             elif now - self._start >= r["max_s"]:
+                self._capped = True
                 self._finish(now)
             else:
-                self._win = [now, 0, 0.0, 0]
+                self._win = [now, 0, 0.0, 0, now + self._paused_total]
         self._last_end = now
         return self.done
 
@@ -697,22 +784,23 @@ class Meter:
                 self.step_done(n if n is not None else _samples_in(batch, self.batch_size))
             if not got or it is loader:  # empty, or a one-shot iterator: it cannot start again
                 if not self.done:
-                    self._finish(time.perf_counter(), exhausted=True)
+                    self._end_early("the loader ran out", "give it more batches (a loader that can start "
+                                    "again is started again: a new epoch)", exhausted=True)
                 break
 
     # -- the result
 
-    def _finish(self, now, exhausted=False):
+    def _finish(self, now):
         """The rule's end. Under torch.distributed every rank must leave the
         loop at the same step (a rank gone mid-step leaves the others blocked
         in the gradients' all-reduce): the end waits for _agree()."""
         if self.done:
             return
-        if self._local_end is None and self._distributed() is not None and not exhausted:
+        if self._local_end is None and self._distributed() is not None:
             self._local_end = now
             self._local_times = os.times()
             return
-        self._conclude(now, exhausted)
+        self._conclude(now)
 
     def _distributed(self):
         """(torch.distributed, rank, world size) once a process group of more
@@ -752,15 +840,15 @@ class Meter:
         flag = torch.tensor([1.0 if rank == 0 and self._local_end is not None else 0.0], device=device)
         dist.all_reduce(flag, op=dist.ReduceOp.MAX)
         if flag.item() > 0:
-            self._conclude(time.perf_counter())
+            self._conclude(self._clock())
 
-    def _conclude(self, now, exhausted=False):
+    def _conclude(self, now):
         """The result, as of `now`; where the rule had ended on this rank first
         (_local_end), as of that end, whatever came after it."""
         if self.done:
             return
         if self._local_end is not None:
-            now, exhausted = self._local_end, False
+            now = self._local_end
         self.done = True
         r = self.rule
         k = r["rsd_windows"]
@@ -774,17 +862,18 @@ class Meter:
             wait = sum(w for _, _, _, w in last)
             res["data_wait_fraction"] = min(1.0, max(0.0, wait / secs))
             res["compute_busy"] = 1.0 - res["data_wait_fraction"]
-            self.timed_span = (last[0][0], last[-1][1])  # perf_counter times of the windows counted
+            self.timed_span = (self._spans[-len(last)][0], self._spans[-1][1])  # perf_counter times counted
         else:
             res["status"] = "error"
-            res["reason"] = ("the loader ran out before the first timed window: make it longer than the warm-up "
-                             f"({self._warmup_steps} steps)" if exhausted else "no timed window completed")
+            res["reason"] = "no timed window completed"
         res["windows"] = len(self._windows)
         res["stopped_by_rsd"] = 1 if self._stopped_by_rsd else 0
         if self._stopped_by_rsd and len(self._windows) < r["rsd_windows"]:
             res["settled_early"] = 1
         if self._stopped_on_scatter:
             res["stopped_on_scatter"] = 1
+        if self._capped:
+            res["stopped_by_cap"] = 1
         if self._raced:
             res["raced"] = 1
         res["warmup_complete"] = 1 if self._warmup_complete and self._warm else 0
@@ -794,16 +883,17 @@ class Meter:
         if self._warmup_end is not None:
             res["warmup_seconds"] = self._warmup_end - self._start
         res["timed_steps"] = self._timed_steps
-        res["measure_seconds"] = now - self._start if self._start is not None else 0.0
+        # Wall seconds from the first mark, pauses included (paused_seconds).
+        res["measure_seconds"] = now - self._start + self._paused_total if self._start is not None else 0.0
+        if self._paused_total > 0:
+            res["paused_seconds"] = self._paused_total
         startup = _trial_startup(self._wall_start)
         if startup is not None:
             res["startup_seconds"] = startup
-        if exhausted:
-            res["loader_exhausted"] = 1
         if self._cpu0 is not None and self._warmup_end is not None and now > self._warmup_end:
             t = self._local_times if self._local_times is not None else os.times()
-            cpu = (t.user + t.system) - (self._cpu0.user + self._cpu0.system)
-            res["cpu_cores"] = cpu / (now - self._warmup_end)
+            cpu = (t.user + t.system) - (self._cpu0.user + self._cpu0.system) - self._paused_cpu
+            res["cpu_cores"] = max(0.0, cpu) / (now - self._warmup_end)
         ram = host_bytes()
         if ram:
             res["ram_bytes"] = ram
@@ -824,10 +914,86 @@ class Meter:
         self.result = res
 
     def finish(self):
-        """Ends the measurement now (if the loop ended first) and returns the result."""
+        """Ends the measurement now and returns the result: where the loop
+        ended before the rule did, an ``error`` naming the steps it had and
+        needed (see the class)."""
         if not self.done:
-            self._conclude(time.perf_counter())
+            self._end_early("the loop ended", "let the meter end it (meter.done, or batches(), which starts the "
+                            "loader again)")
         return self.result
+
+    def fail(self, reason, status="error"):
+        """Ends the measurement as a failed trial: ``report()`` writes
+        ``{"status": status, "reason": reason}`` (a failure found after the
+        rule ended still fails the trial)."""
+        self.resume()
+        self.done = True
+        self.result = {"status": status, "reason": reason, "steps": self._steps, "windows": len(self._windows)}
+
+    def _steps_needed(self, now, steps):
+        """(least, most, seconds a step, warm-up steps, window steps): the
+        steps the rule needs at the pace so far: the warm-up, then
+        fewest_windows windows at the least, the time cap at the most. None
+        before the first step."""
+        if steps <= 0 or self._start is None or now <= self._start:
+            return None
+        pace = (now - self._start) / steps
+        r = self.rule
+        if self._warm:
+            warm = self._warmup_steps
+        else:
+            settled = r["warmup_until_drained"] and (self._drained or self._ahead or self._inline)
+            warm_s = r["warmup_floor_s"] if settled else r["warmup_s"]
+            warm = max(1 if self._inline else self.warmup_min_steps, 3 if self._inline else 1, _steps_in(warm_s, pace))
+            warm = min(warm, max(1, _steps_in(0.5 * r["max_s"], pace)))  # the warm-up's cut
+        window = max(int(r["window_min_steps"]), _steps_in(r["window_s"], pace))
+        least = warm + int(r["fewest_windows"]) * window
+        most = max(least, _steps_in(r["max_s"], pace) + window)
+        return least, most, pace, warm, window
+
+    def _end_early(self, what, advice, exhausted=False, per_step=1):
+        """The loop (`what`: "the training ended") stopped before the rule did:
+        an error whose reason names the steps it had and needs, and `advice`
+        (formatted with {least} and {most}). `per_step`: micro-batches per step
+        of the framework (Lightning's accumulate_grad_batches), so that the
+        counts read as its max_steps does."""
+        if self.done:
+            return
+        if self._local_end is not None:  # this rank's rule had ended: complete
+            self._conclude(self._clock())
+            return
+        now = self._clock()
+        batches = self._warmup_steps + self._timed_steps
+        per_step = max(1, int(per_step or 1))
+
+        def steps(n, up=False):
+            n = -(-n // per_step) if up else n // per_step
+            return f"{n} step{'' if n == 1 else 's'}"
+
+        need = self._steps_needed(now, batches)
+        if need is None:
+            reason = f"{what} before its first step: nothing was measured"
+            least = most = None
+        else:
+            least, most, pace, warm, window = need
+            reason = (f"{what} after {steps(batches)}, before the measurement was complete: it needs at least "
+                      f"{steps(least, True)} at this pace ({1000 * pace * per_step:.0f} ms a step; a warm-up of "
+                      f"{steps(warm, True)}, then {int(self.rule['fewest_windows'])} timed windows of "
+                      f"{steps(window, True)}) and at most {steps(most, True)} (its {self.rule['max_s']:g} s cap)")
+            least, most = -(-least // per_step), -(-most // per_step)
+        if advice and least is not None:
+            reason += ": " + advice.format(least=least, most=most)
+        self.done = True
+        res = {"status": "error", "reason": reason, "steps": batches // per_step, "warmup_steps": self._warmup_steps,
+               "windows": len(self._windows)}
+        if least is not None:
+            res["steps_needed"] = least
+            res["steps_needed_at_most"] = most
+        if exhausted:
+            res["loader_exhausted"] = 1
+        if self._paused_total > 0:
+            res["paused_seconds"] = self._paused_total
+        self.result = res
 
     def report(self):
         """Writes the result (see write_result); run by hand, also a summary.
@@ -864,6 +1030,11 @@ class Meter:
             write_result({"status": "host_oom", "reason": f"MemoryError: {exc}"})
             return alone
         return False  # any other exception: the traceback, and an `error` trial
+
+
+def _steps_in(seconds, pace):
+    """Steps of `pace` seconds that fill `seconds` (a rounding error short of a whole one is one)."""
+    return math.ceil(seconds / pace - 1e-9)
 
 
 # Under torch.distributed, the ranks agree on the end every this many steps:
@@ -935,7 +1106,9 @@ def _stopped_by(res):
         return "stopped after 5 windows that scatter without a trend"
     if res.get("raced"):
         return "raced: below the tuner's bar"
-    return "stopped by the time cap"
+    if res.get("stopped_by_cap"):
+        return "stopped by the time cap"
+    return "stopped with rank 0's measurement"
 
 
 def _rsd(values):
@@ -968,7 +1141,285 @@ def summary(res):
     return text
 
 
+# ----------------------------------------------------------------- the knobs, for the frameworks
+
+# The precision knob's values, and what frameworks call the same modes.
+_PRECISIONS = {
+    "fp32": "fp32", "32": "fp32", "32-true": "fp32", "float32": "fp32",
+    "tf32": "tf32",
+    "fp16": "fp16", "16": "fp16", "16-mixed": "fp16", "float16": "fp16",
+    "bf16": "bf16", "bf16-mixed": "bf16", "bfloat16": "bf16",
+}
+# What a Lightning Trainer reports running (trainer.precision), as the knob's names.
+_LIGHTNING_RAN = {
+    "32-true": "fp32", "32": "fp32", "16-mixed": "fp16", "16": "fp16", "16-true": "fp16",
+    "bf16-mixed": "bf16", "bf16": "bf16", "bf16-true": "bf16", "64-true": "fp64", "64": "fp64",
+}
+
+
+def _precision(p):
+    """The trial's precision knob as fp32, tf32, fp16 or bf16; None where it has none."""
+    if not p or "precision" not in p:
+        return None
+    name = _PRECISIONS.get(str(p["precision"]).strip().lower())
+    if name is None:
+        raise ValueError(f"autotune_trial: precision {p['precision']!r} is not one of fp32, tf32, fp16, bf16")
+    return name
+
+
+def _tf32_gpu():
+    """Whether this process's CUDA device computes in TF32 (compute capability 8.0 or newer)."""
+    torch = _torch()
+    try:
+        return bool(torch is not None and torch.version.cuda and torch.cuda.is_available()
+                    and torch.cuda.get_device_capability()[0] >= 8)
+    except Exception:  # a broken driver: no TF32
+        return False
+
+
+def _matmul_tf32():
+    torch = _torch()
+    try:
+        with warnings.catch_warnings():  # torch 2.9 deprecates the flag in favour of fp32_precision
+            warnings.simplefilter("ignore")
+            return bool(torch.backends.cuda.matmul.allow_tf32)
+    except Exception:
+        return False
+
+
+def _loader_prefetch_default():
+    """torch's DataLoader's own prefetch_factor default where it is a number:
+    2 before torch 2.0, which takes only a number there; None since."""
+    torch = _torch()
+    try:
+        default = inspect.signature(torch.utils.data.DataLoader.__init__).parameters["prefetch_factor"].default
+    except Exception:
+        return None
+    return default if isinstance(default, int) else None
+
+
+def _accepted(kw, cls, what):
+    """`kw` less the keywords `cls` does not take (an older or newer release), said once on standard error."""
+    try:
+        params = inspect.signature(cls).parameters
+    except (TypeError, ValueError):
+        return kw
+    if any(q.kind is inspect.Parameter.VAR_KEYWORD for q in params.values()):
+        return kw
+    left = sorted(k for k in kw if k not in params)
+    if left:
+        print(f"autotune_trial: this {what} takes no {', '.join(left)}: left out", file=sys.stderr, flush=True)
+    return {k: v for k, v in kw.items() if k in params}
+
+
+def training_arguments(p):
+    """Keywords for Hugging Face ``TrainingArguments`` from the trial's knobs
+    in `p` (only those present)::
+
+        args = transformers.TrainingArguments(output_dir="out", max_steps=10_000,
+                                              **autotune_trial.training_arguments(p))
+
+    batch_size -> per_device_train_batch_size, grad_accum ->
+    gradient_accumulation_steps, num_workers -> dataloader_num_workers,
+    pin_memory -> dataloader_pin_memory, prefetch_factor ->
+    dataloader_prefetch_factor (only with num_workers > 0; there, without
+    the knob, torch's own default where torch before 2.0 needs it written).
+    precision: fp16 -> fp16=True, bf16 -> bf16=True, and tf32=True for tf32
+    where the GPU computes in TF32 (compute capability 8.0 or newer); every
+    other case passes tf32=False (so a warm process does not keep an earlier
+    trial's TF32), fp16=False and bf16=False. On a CPU, or an older GPU,
+    tf32 is not a precision: the trial runs fp32, and HFCallback reports it
+    as an ``error`` (the precision asked is not the one that ran), as it
+    does any other difference; transformers itself refuses fp16 on a CPU.
+
+    transformers 4.36-4.38 over torch before 2.0 (Debian 12's 1.13): the
+    Trainer passes prefetch_factor=None to the DataLoader, which such a torch
+    refuses at 0 workers, and TrainingArguments refuses any other value
+    there. HFCallback, given in ``Trainer(callbacks=[...])``, writes torch's
+    own default (2) into that Trainer's arguments as it is made; by hand:
+    ``args.dataloader_prefetch_factor = 2`` after TrainingArguments(...).
+    Keywords the installed TrainingArguments does not take are left out (and
+    said so); the precision check then reports what ran.
+    """
+    p = p or {}
+    kw = {}
+    if "batch_size" in p:
+        kw["per_device_train_batch_size"] = int(p["batch_size"])
+    if "grad_accum" in p:
+        kw["gradient_accumulation_steps"] = int(p["grad_accum"])
+    if "num_workers" in p:
+        workers = int(p["num_workers"])
+        kw["dataloader_num_workers"] = workers
+        prefetch = p.get("prefetch_factor") or _loader_prefetch_default()
+        if workers > 0 and prefetch is not None:
+            kw["dataloader_prefetch_factor"] = int(prefetch)
+    if "pin_memory" in p:
+        kw["dataloader_pin_memory"] = bool(p["pin_memory"])
+    precision = _precision(p)
+    if precision is not None:
+        kw.update(fp16=precision == "fp16", bf16=precision == "bf16", tf32=precision == "tf32" and _tf32_gpu())
+    try:
+        import transformers
+    except ImportError:
+        return kw
+    return _accepted(kw, transformers.TrainingArguments, "transformers' TrainingArguments")
+
+
+def _lightning_major():
+    for name in ("lightning", "pytorch_lightning"):
+        mod = sys.modules.get(name)
+        if mod is not None:
+            try:
+                return int(str(mod.__version__).split(".")[0])
+            except (AttributeError, ValueError):
+                pass
+    return 2
+
+
+def lightning_arguments(p):
+    """Keywords for a Lightning ``Trainer`` from the trial's knobs in `p`
+    (only those present)::
+
+        trainer = lightning.Trainer(max_steps=10_000, callbacks=[autotune_trial.LightningCallback(p)],
+                                    **autotune_trial.lightning_arguments(p))
+
+    grad_accum -> accumulate_grad_batches; precision: fp32 and tf32 ->
+    "32-true", fp16 -> "16-mixed", bf16 -> "bf16-mixed" (32, 16, "bf16"
+    before Lightning 2.0). Lightning has no TF32 switch: for tf32 this sets
+    torch.set_float32_matmul_precision("high") (TF32 matmuls) where the GPU
+    computes in TF32, and "highest" for every other precision (so a warm
+    process does not keep an earlier trial's TF32). On a CPU, tf32 runs fp32
+    and Lightning turns 16-mixed into bf16-mixed (with a warning):
+    LightningCallback reports either as an ``error``, the precision asked
+    not being the one that ran.
+    """
+    p = p or {}
+    kw = {}
+    if "grad_accum" in p:
+        kw["accumulate_grad_batches"] = int(p["grad_accum"])
+    precision = _precision(p)
+    if precision is not None:
+        if _lightning_major() >= 2:
+            names = {"fp32": "32-true", "tf32": "32-true", "fp16": "16-mixed", "bf16": "bf16-mixed"}
+        else:
+            names = {"fp32": 32, "tf32": 32, "fp16": 16, "bf16": "bf16"}
+        kw["precision"] = names[precision]
+        torch = _torch()
+        if torch is not None and hasattr(torch, "set_float32_matmul_precision"):
+            torch.set_float32_matmul_precision("high" if precision == "tf32" and _tf32_gpu() else "highest")
+    return kw
+
+
+def loader_arguments(p):
+    """Keywords for a PyTorch ``DataLoader`` from the trial's knobs in `p`
+    (only those present): batch_size, num_workers, pin_memory, and
+    prefetch_factor only with num_workers > 0 (torch refuses it at 0)::
+
+        loader = DataLoader(dataset, shuffle=True, **autotune_trial.loader_arguments(p))
+    """
+    p = p or {}
+    kw = {}
+    if "batch_size" in p:
+        kw["batch_size"] = int(p["batch_size"])
+    if "num_workers" in p:
+        kw["num_workers"] = int(p["num_workers"])
+        if kw["num_workers"] > 0 and "prefetch_factor" in p:
+            kw["prefetch_factor"] = int(p["prefetch_factor"])
+    if "pin_memory" in p:
+        kw["pin_memory"] = bool(p["pin_memory"])
+    return kw
+
+
+# ----------------------------------------------------------------- the precision that ran
+
+def _autocast_dtype(torch, device_type):
+    """The dtype autocast computes in on `device_type`, or None where it is off."""
+    try:
+        if hasattr(torch, "get_autocast_dtype"):  # torch 2.4 and later
+            return torch.get_autocast_dtype(device_type) if torch.is_autocast_enabled(device_type) else None
+        if device_type == "cuda":
+            return torch.get_autocast_gpu_dtype() if torch.is_autocast_enabled() else None
+        if device_type == "cpu":
+            return torch.get_autocast_cpu_dtype() if torch.is_autocast_cpu_enabled() else None
+    except Exception:  # another device type, another torch
+        pass
+    return None
+
+
+def _dtype_precision(torch, dtype, device_type):
+    name = {torch.float16: "fp16", torch.bfloat16: "bf16", torch.float32: "fp32", torch.float64: "fp64"}.get(
+        dtype, str(dtype))
+    if name == "fp32" and device_type == "cuda" and _matmul_tf32() and _tf32_gpu():
+        return "tf32"
+    return name
+
+
+class _PrecisionProbe:
+    """The precision the model's first forward ran in: autocast's dtype where
+    autocast is on for the weights' device, else the weights' dtype (tf32 for
+    fp32 on a GPU that has TF32 with TF32 matmuls allowed). It hooks the leaf
+    modules that hold weights: a hook on the model itself runs outside the
+    autocast that accelerate wraps the model's forward in."""
+
+    def __init__(self, model):
+        self.ran = None
+        self._handles = []
+        if _torch() is None or not hasattr(model, "modules"):
+            return
+        for m in model.modules():
+            if next(m.children(), None) is None and any(w.is_floating_point() for w in m.parameters(recurse=False)):
+                self._handles.append(m.register_forward_pre_hook(self._hook))
+
+    def _hook(self, module, inputs):
+        if self.ran is None:
+            torch = _torch()
+            w = next(w for w in module.parameters(recurse=False) if w.is_floating_point())
+            self.ran = _dtype_precision(torch, _autocast_dtype(torch, w.device.type) or w.dtype, w.device.type)
+
+    def remove(self):
+        for h in self._handles:
+            h.remove()
+        self._handles = []
+
+
+def _precision_differs(asked, ran, how):
+    """The reason a trial fails when the precision that ran (`how`: where that
+    was seen) is not the one asked; None when they agree or one is unknown."""
+    if asked is None or ran is None or asked == ran:
+        return None
+    why = f"precision {asked} was asked, but {ran} ran ({how})"
+    if asked == "tf32":
+        why += ": TF32 needs an NVIDIA GPU of compute capability 8.0 or newer"
+    return why + "; the measurement would be another precision's"
+
+
 # ----------------------------------------------------------------- framework callbacks
+
+def _prefetch_that_works(args):
+    """transformers 4.36-4.38 pass dataloader_prefetch_factor to every
+    DataLoader, None by default; torch before 2.0 takes only a number there
+    (and at 0 workers only its default, 2): that default, in these arguments."""
+    default = _loader_prefetch_default()
+    if default is not None and getattr(args, "dataloader_prefetch_factor", 0) is None:
+        try:
+            args.dataloader_prefetch_factor = default
+        except Exception:  # frozen arguments: the DataLoader will say
+            pass
+
+
+def _hf_args_precision(args):
+    """The precision a Trainer's arguments ask for (where no forward was seen)."""
+    if getattr(args, "fp16", False):
+        return "fp16"
+    if getattr(args, "bf16", False):
+        return "bf16"
+    device = getattr(getattr(args, "device", None), "type", "cpu")
+    return "tf32" if device == "cuda" and _matmul_tf32() and _tf32_gpu() else "fp32"
+
+
+_SHORT_TRAINING = ("raise max_steps to {most} or more ({what}); the callback stops the training as soon as the "
+                   "measurement is complete, so max_steps=10_000 costs nothing")
+
 
 def _make_hf_callback():
     from transformers import TrainerCallback  # only where transformers imports
@@ -985,72 +1436,248 @@ def _make_hf_callback():
         With gradient accumulation, Trainers before transformers 4.40 fetch
         the later micro-batches inside the step, so their wait counts as
         compute there; throughput is right either way.
+
+        Logging, evaluation and checkpoints are paused across (from the
+        step's end when the Trainer's flags ask for them, or found by their
+        events: on_log, on_evaluate, on_save, on_prediction_step), so they
+        count neither as data wait nor in a timed window. With a precision
+        knob, the precision the first step ran in (autocast's dtype, else the
+        weights') must be the one asked, or the trial is an ``error`` saying
+        which ran. A training that ends before the measurement is complete
+        is an ``error`` naming the steps it had and needs. On torch before
+        2.0 it gives the Trainer's arguments a prefetch_factor the DataLoader
+        takes (see training_arguments).
         """
 
         def __init__(self, p=None, **rule):
             self.meter = Meter(p, **rule)
+            self._asked = _precision(p)
+            self._probe = None
+            self._checked = False
             self._reported = False
+            self._step_end = None   # perf_counter() at the last step's end
+            self._aside_end = None  # perf_counter() at the last log, evaluation or save event
 
-        def on_train_begin(self, args, state, control, **kwargs):
+        def on_init_end(self, args, state, control, **kwargs):
+            _prefetch_that_works(args)
+
+        def on_train_begin(self, args, state, control, model=None, **kwargs):
+            _prefetch_that_works(args)
+            if self._asked is not None:
+                self._probe = _PrecisionProbe(model)
             self.meter.start()
 
         def on_step_begin(self, args, state, control, **kwargs):
+            if self.meter.paused:
+                self.meter.resume(at=self._aside_end)  # from there to here: fetching the batch
             self.meter.batch_ready()
 
         def on_step_end(self, args, state, control, **kwargs):
-            n = args.per_device_train_batch_size * args.gradient_accumulation_steps
-            if self.meter.step_done(n):
+            if self._precision_failed(args) or self.meter.step_done(
+                    args.per_device_train_batch_size * args.gradient_accumulation_steps):
                 control.should_training_stop = True
+                return control
+            self._step_end = time.perf_counter()
+            self._pause_if_asked(control)
             return control
 
+        def on_epoch_end(self, args, state, control, **kwargs):
+            self._pause_if_asked(control)
+
+        def _pause_if_asked(self, control):
+            # DefaultFlowCallback, always first, has set the flags: what comes
+            # before the next batch is logging, evaluation or a checkpoint.
+            if any(getattr(control, f, False) for f in ("should_log", "should_evaluate", "should_save")):
+                self.meter.pause()
+
+        def _aside(self, *args, **kwargs):
+            if not self.meter.paused:
+                self.meter.pause(at=self._step_end)
+            self._aside_end = time.perf_counter()
+
+        on_log = on_evaluate = on_save = on_predict = on_prediction_step = _aside
+
+        def _precision_failed(self, args):
+            if self._asked is None or self._checked:
+                return False
+            ran = self._probe.ran if self._probe is not None else None
+            how = "in the Trainer's first step"
+            if ran is None:
+                ran, how = _hf_args_precision(args), "by the TrainingArguments"
+            self._checked = True
+            if self._probe is not None:
+                self._probe.remove()
+            reason = _precision_differs(self._asked, ran, how)
+            if reason:
+                self.meter.fail(reason)
+            return reason is not None
+
         def on_train_end(self, args, state, control, **kwargs):
+            if self._probe is not None:
+                self._probe.remove()
             if not self._reported:
                 self._reported = True
+                self.meter._end_early("the training ended", _SHORT_TRAINING.replace(
+                    "{what}", "TrainingArguments; num_train_epochs over a short dataset ends it too"))
                 self.meter.report()
 
+    HFCallback.__qualname__ = "HFCallback"
     return HFCallback
 
 
-def _make_lightning_callback():
-    try:
-        import lightning.pytorch as pl  # Lightning 2.x
-    except ImportError:
-        import pytorch_lightning as pl  # the older package name
+def _lightning_packages():
+    """lightning.pytorch and/or pytorch_lightning: those the script has
+    imported, else those that import. Their Callback classes are distinct,
+    and each Trainer takes only its own package's."""
+    imported = [n for n in ("lightning", "pytorch_lightning") if n in sys.modules]
+    out = []
+    for name in imported or ("lightning", "pytorch_lightning"):
+        try:
+            out.append(importlib.import_module("lightning.pytorch" if name == "lightning" else name))
+        except ImportError:
+            if imported:
+                raise
+    if not out:
+        raise ImportError("autotune_trial.LightningCallback needs lightning or pytorch_lightning")
+    return out
 
-    class LightningCallback(pl.Callback):
+
+def _lightning_ran(trainer, pl_module):
+    value = str(getattr(trainer, "precision", "32-true"))
+    ran = _LIGHTNING_RAN.get(value, value)
+    device = getattr(getattr(pl_module, "device", None), "type", "cpu")
+    if ran == "fp32" and device == "cuda" and _matmul_tf32() and _tf32_gpu():
+        ran = "tf32"
+    return ran, f"Lightning's Trainer runs precision={value!r} on {device}"
+
+
+def _make_lightning_class(bases):
+    class LightningCallback(*bases):
         """Measures a Lightning Trainer's fit and stops it when complete.
 
             trainer = Trainer(..., callbacks=[autotune_trial.LightningCallback(p)])
+
+        Its base is the Callback of the package the script imported
+        (lightning or pytorch_lightning; both where both are). Validation is
+        paused across (on_validation_start to on_validation_end), and so are
+        the Trainer's checkpoint saves and its loggers' writes (their methods
+        are wrapped on this Trainer's objects for the fit): neither data wait
+        nor in a timed window. With a precision knob, trainer.precision at
+        the start of the fit and the first step's autocast must be the
+        precision asked, or the trial is an ``error`` saying which ran (on a
+        CPU, Lightning turns 16-mixed into bf16-mixed). A fit that ends
+        before the measurement is complete is an ``error`` naming the steps
+        it had and needs (optimizer steps, as max_steps counts them).
         """
 
         def __init__(self, p=None, **rule):
             self.meter = Meter(p, **rule)
+            self._asked = _precision(p)
+            self._probe = None
+            self._checked = False
             self._reported = False
+            self._per_step = 1
+            self._wrapped = []
 
         def on_train_start(self, trainer, pl_module):
+            self._per_step = int(getattr(trainer, "accumulate_grad_batches", 1) or 1)
+            if self._asked is not None:
+                reason = _precision_differs(self._asked, *_lightning_ran(trainer, pl_module))
+                if reason:
+                    self.meter.fail(reason)
+                    trainer.should_stop = True
+                    return
+                self._probe = _PrecisionProbe(pl_module)
+            self._pause_around(trainer, "save_checkpoint")
+            for logger in getattr(trainer, "loggers", None) or []:
+                self._pause_around(logger, "log_metrics")
+                self._pause_around(logger, "save")
             self.meter.start()
 
-        def on_train_batch_start(self, trainer, pl_module, batch, batch_idx):
+        def _pause_around(self, obj, name):
+            method = getattr(obj, name, None)
+            if method is None:
+                return
+            meter = self.meter
+
+            def paused(*args, **kwargs):
+                was = meter.paused
+                meter.pause()
+                try:
+                    return method(*args, **kwargs)
+                finally:
+                    if not was:
+                        meter.resume()
+            try:
+                setattr(obj, name, paused)
+            except Exception:  # a slotted or frozen object: counted as the loop's own time
+                return
+            self._wrapped.append((obj, name, paused))
+
+        def _unwrap(self):
+            for obj, name, paused in self._wrapped:
+                if vars(obj).get(name) is paused:
+                    delattr(obj, name)
+            self._wrapped = []
+            if self._probe is not None:
+                self._probe.remove()
+
+        def on_validation_start(self, trainer, pl_module):
+            self.meter.pause()
+
+        def on_validation_end(self, trainer, pl_module):
+            self.meter.resume()
+
+        def on_train_batch_start(self, trainer, pl_module, batch, batch_idx, *args):
             self.meter.batch_ready()
 
-        def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx):
-            if self.meter.step_done(_samples_in(batch, self.meter.batch_size)):
+        def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx, *args):
+            if self._precision_failed() or self.meter.step_done(_samples_in(batch, self.meter.batch_size)):
                 trainer.should_stop = True
 
+        def _precision_failed(self):
+            if self._asked is None or self._checked or self._probe is None or self._probe.ran is None:
+                return False
+            self._checked = True
+            self._probe.remove()
+            reason = _precision_differs(self._asked, self._probe.ran, "in the Trainer's first step")
+            if reason:
+                self.meter.fail(reason)
+            return reason is not None
+
         def on_train_end(self, trainer, pl_module):
+            self._unwrap()
             if not self._reported:
                 self._reported = True
+                self.meter._end_early("the training ended", _SHORT_TRAINING.replace(
+                    "{what}", "the Trainer's; max_epochs and limit_train_batches end it too"),
+                    per_step=self._per_step)
                 self.meter.report()
 
+        def on_exception(self, trainer, pl_module, exception):
+            self._unwrap()
+
+        def teardown(self, trainer, pl_module, stage):
+            self._unwrap()
+
+    LightningCallback.__qualname__ = "LightningCallback"
     return LightningCallback
 
 
-_LAZY = {"HFCallback": _make_hf_callback, "LightningCallback": _make_lightning_callback}
+_lightning_classes = {}
+
+
+def _make_lightning_callback():
+    bases = tuple(m.Callback for m in _lightning_packages())
+    if bases not in _lightning_classes:
+        _lightning_classes[bases] = _make_lightning_class(bases)
+    return _lightning_classes[bases]
 
 
 def __getattr__(name):  # PEP 562: the callbacks exist only where their framework imports
-    if name in _LAZY:
-        cls = _LAZY[name]()
-        globals()[name] = cls
+    if name == "HFCallback":
+        cls = globals()[name] = _make_hf_callback()
         return cls
+    if name == "LightningCallback":  # not kept: its base follows what the script has imported
+        return _make_lightning_callback()
     raise AttributeError(f"module 'autotune_trial' has no attribute {name!r}")

@@ -11,7 +11,8 @@ packages=(
   libmuparser-dev libcsv-dev gnuplot-nox
 )
 if [ "${1:-}" = "--test" ]; then
-  packages+=(slurm-wlm munge python3-torch python3-torchvision python3-pil chromium)
+  # python3-venv: scripts/framework_venv.sh makes the framework tests' venv over python3-torch.
+  packages+=(slurm-wlm munge python3-torch python3-torchvision python3-pil chromium python3-venv)
 fi
 
 # With the CUDA toolkit but without cuobjdump (an nvcc-only install), the test

@@ -553,7 +553,8 @@ class RealDataLoader(unittest.TestCase):
 
 class Callbacks(unittest.TestCase):
     def setUp(self):
-        self.saved = {k: sys.modules.get(k) for k in ("transformers", "lightning", "lightning.pytorch")}
+        self.saved = {k: sys.modules.get(k) for k in ("transformers", "lightning", "lightning.pytorch",
+                                                      "pytorch_lightning")}
 
     def tearDown(self):
         for k, v in self.saved.items():
@@ -611,6 +612,263 @@ class Callbacks(unittest.TestCase):
         cb.on_train_end(trainer, None)
         self.assertTrue(trainer.should_stop)
         self.assertGreater(cb.meter.result["throughput"], 4 / 0.003)
+
+    def fake_hf(self):
+        fake = types.ModuleType("transformers")
+        fake.TrainerCallback = type("TrainerCallback", (), {})
+        sys.modules["transformers"] = fake
+
+    def test_hf_evaluation_logging_and_saving_are_paused_across(self):
+        # The Trainer's flags ask for an evaluation after every 4th step; its
+        # on_evaluate comes once it is over (60 ms). Counted, it would be most
+        # of the data wait; paused, the wait is the 1 ms fetch's share.
+        self.fake_hf()
+        cb = autotune_trial.HFCallback(warmup_s=0.05, max_s=1.0)
+        args = types.SimpleNamespace(per_device_train_batch_size=4, gradient_accumulation_steps=1)
+        control = types.SimpleNamespace(should_training_stop=False, should_evaluate=False, should_log=False,
+                                        should_save=False)
+        cb.on_train_begin(args, None, control)
+        steps = 0
+        while not control.should_training_stop and steps < 100000:
+            time.sleep(0.001)  # fetching
+            cb.on_step_begin(args, None, control)
+            time.sleep(0.004)
+            steps += 1
+            control.should_evaluate = steps % 4 == 0  # DefaultFlowCallback, first, sets it
+            cb.on_step_end(args, None, control)
+            if control.should_evaluate and not control.should_training_stop:
+                for _ in range(3):
+                    time.sleep(0.02)
+                    cb.on_prediction_step(args, None, control)
+                cb.on_evaluate(args, None, control, metrics={})
+        cb.on_train_end(args, None, control)
+        r = cb.meter.result
+        self.assertEqual(r.get("status", "ok"), "ok", r)
+        self.assertLess(r["data_wait_fraction"], 0.5, r)
+        self.assertGreater(r["paused_seconds"], 0.5, r)
+
+    def test_hf_a_training_that_ends_first_is_an_error(self):
+        self.fake_hf()
+        cb = autotune_trial.HFCallback(warmup_s=0.05)
+        args = types.SimpleNamespace(per_device_train_batch_size=4, gradient_accumulation_steps=1)
+        control = types.SimpleNamespace(should_training_stop=False)
+        cb.on_train_begin(args, None, control)
+        for _ in range(5):  # max_steps=5
+            cb.on_step_begin(args, None, control)
+            time.sleep(0.002)
+            cb.on_step_end(args, None, control)
+        cb.on_train_end(args, None, control)
+        r = cb.meter.result
+        self.assertEqual(r["status"], "error")
+        self.assertIn("the training ended after 5 steps, before the measurement was complete", r["reason"])
+        self.assertIn("raise max_steps to", r["reason"])
+
+    def test_lightning_callback_subclasses_the_callback_of_the_package_the_script_imported(self):
+        def package(name):
+            mod = types.ModuleType(name)
+            mod.Callback = type("Callback", (), {"__module__": name})
+            return mod
+        for k in ("lightning", "lightning.pytorch", "pytorch_lightning"):
+            self.saved.setdefault(k, sys.modules.get(k))
+            sys.modules.pop(k, None)
+        pl = sys.modules["pytorch_lightning"] = package("pytorch_lightning")
+        self.assertEqual(autotune_trial.LightningCallback.__mro__[1:], (pl.Callback, object),
+                         "only pytorch_lightning imported: its Callback alone")
+        lp = sys.modules["lightning.pytorch"] = package("lightning.pytorch")
+        sys.modules["lightning"] = types.ModuleType("lightning")
+        sys.modules["lightning"].pytorch = lp
+        both = autotune_trial.LightningCallback
+        self.assertTrue(issubclass(both, lp.Callback) and issubclass(both, pl.Callback), "both: either Trainer")
+        del sys.modules["pytorch_lightning"]
+        self.assertEqual(autotune_trial.LightningCallback.__mro__[1:], (lp.Callback, object))
+
+
+class Arguments(unittest.TestCase):
+    """training_arguments, lightning_arguments, loader_arguments: the knobs in
+    p, and only those, as each framework's keywords."""
+
+    def setUp(self):
+        # Whatever is installed here, the mapping alone: no TrainingArguments
+        # to check the keywords against, no Lightning version to read.
+        self.saved = {k: sys.modules.get(k) for k in ("transformers", "lightning", "pytorch_lightning")}
+        for k in self.saved:
+            sys.modules[k] = None
+
+    def tearDown(self):
+        for k, v in self.saved.items():
+            if v is None:
+                sys.modules.pop(k, None)
+            else:
+                sys.modules[k] = v
+
+    def test_training_arguments(self):
+        ta = autotune_trial.training_arguments
+        p = {"batch_size": 32, "grad_accum": 2, "num_workers": 2, "prefetch_factor": 4, "pin_memory": True,
+             "precision": "bf16", "image_size": 224}
+        self.assertEqual(ta(p), {"per_device_train_batch_size": 32, "gradient_accumulation_steps": 2,
+                                 "dataloader_num_workers": 2, "dataloader_prefetch_factor": 4,
+                                 "dataloader_pin_memory": True, "fp16": False, "bf16": True, "tf32": False})
+        self.assertEqual(ta({}), {}, "a space without knobs gives nothing")
+        self.assertEqual(ta({"batch_size": 8}), {"per_device_train_batch_size": 8}, "no precision knob, no keys")
+        zero = ta({"num_workers": 0, "prefetch_factor": 4})
+        self.assertEqual(zero, {"dataloader_num_workers": 0}, "no prefetch_factor at 0 workers")
+        self.assertEqual(ta({"precision": "fp16"}), {"fp16": True, "bf16": False, "tf32": False})
+        self.assertEqual(ta({"precision": "fp32"}), {"fp16": False, "bf16": False, "tf32": False})
+        with self.assertRaisesRegex(ValueError, "not one of fp32, tf32, fp16, bf16"):
+            ta({"precision": "int8"})
+
+    @require_torch
+    def test_tf32_only_where_the_gpu_has_it_and_prefetch_where_torch_needs_it_written(self):
+        ta = autotune_trial.training_arguments
+        self.assertEqual(ta({"precision": "tf32"})["tf32"], autotune_trial._tf32_gpu())
+        default = autotune_trial._loader_prefetch_default()
+        self.assertEqual(default, 2 if torch.__version__ < "2" else None)
+        one = ta({"num_workers": 1})
+        self.assertEqual(one.get("dataloader_prefetch_factor"), default, "torch 1.x takes no None there")
+
+    def test_lightning_arguments(self):
+        la = autotune_trial.lightning_arguments
+        self.assertEqual(la({"grad_accum": 4, "batch_size": 8, "num_workers": 2}), {"accumulate_grad_batches": 4})
+        self.assertEqual(la({}), {})
+        for asked, name in (("fp32", "32-true"), ("tf32", "32-true"), ("fp16", "16-mixed"), ("bf16", "bf16-mixed")):
+            self.assertEqual(la({"precision": asked}), {"precision": name})
+
+    @require_torch
+    def test_lightning_arguments_set_the_matmul_precision_for_every_trial(self):
+        before = torch.get_float32_matmul_precision()
+        try:
+            autotune_trial.lightning_arguments({"precision": "tf32"})
+            self.assertEqual(torch.get_float32_matmul_precision(), "high" if autotune_trial._tf32_gpu() else "highest")
+            torch.set_float32_matmul_precision("high")  # an earlier trial's, in a warm process
+            autotune_trial.lightning_arguments({"precision": "bf16"})
+            self.assertEqual(torch.get_float32_matmul_precision(), "highest")
+        finally:
+            torch.set_float32_matmul_precision(before)
+
+    def test_loader_arguments(self):
+        la = autotune_trial.loader_arguments
+        self.assertEqual(la({"batch_size": 64, "num_workers": 4, "prefetch_factor": 3, "pin_memory": False,
+                             "precision": "bf16"}),
+                         {"batch_size": 64, "num_workers": 4, "prefetch_factor": 3, "pin_memory": False})
+        self.assertEqual(la({"num_workers": 0, "prefetch_factor": 3}), {"num_workers": 0})
+        self.assertEqual(la(autotune_trial.Params(batch_size=16)), {"batch_size": 16})
+
+    @require_torch
+    def test_they_build_a_dataloader_at_zero_workers_and_more(self):
+        for workers in (0, 1):
+            loader = DataLoader(SlowLoader(0), **autotune_trial.loader_arguments(
+                {"batch_size": 4, "num_workers": workers, "prefetch_factor": 2, "pin_memory": False}))
+            x, y = next(iter(loader))
+            self.assertEqual(x.shape[0], 4)
+
+
+class Pauses(unittest.TestCase):
+    """pause()/resume(), fail(), and a loop that ends before the rule: on a
+    virtual clock that only the test moves."""
+
+    def run_on(self, clock, body):
+        real, autotune_trial.time = autotune_trial.time, clock
+        try:
+            return body()
+        finally:
+            autotune_trial.time = real
+
+    def test_paused_time_is_neither_data_wait_nor_in_a_window(self):
+        # 10 ms steps, 1 ms of fetching each, and every 5th step a 200 ms
+        # "evaluation" between the step's end and the next fetch: paused, the
+        # figure is the steps' own pace and the wait the fetch's share.
+        def job(evaluate):
+            clock = VirtualClock()
+
+            def body():
+                meter = autotune_trial.Meter(batch_size=10, warmup_s=0.2, warmup_until_drained=False, max_s=5)
+                meter.start()
+                i = 0
+                while not meter.done:
+                    clock.sleep(0.001)
+                    meter.batch_ready()
+                    clock.sleep(0.009)
+                    meter.step_done(10)
+                    i += 1
+                    if evaluate and i % 5 == 0:
+                        meter.pause()
+                        clock.sleep(0.2)
+                        meter.resume()
+                return meter.result
+            return self.run_on(clock, body)
+
+        plain, paused = job(False), job(True)
+        self.assertAlmostEqual(paused["throughput"], 1000.0, delta=1e-6)
+        self.assertAlmostEqual(paused["throughput"], plain["throughput"], delta=1e-6)
+        self.assertAlmostEqual(paused["data_wait_fraction"], 0.1, delta=1e-9)
+        self.assertGreater(paused["paused_seconds"], 1.0)
+        self.assertAlmostEqual(paused["measure_seconds"], plain["measure_seconds"] + paused["paused_seconds"],
+                               delta=1e-6, msg="measure_seconds is wall time, pauses included")
+        self.assertNotIn("paused_seconds", plain)
+
+    def test_a_pause_found_late_begins_at_the_step_end_and_the_fetch_after_it_is_data_wait(self):
+        # A framework that reports its evaluation only when it has ended
+        # (Hugging Face's on_evaluate): the pause reaches back to the step's
+        # end, and from the event's end to the next batch is data wait.
+        clock = VirtualClock()
+
+        def body():
+            meter = autotune_trial.Meter(batch_size=1, warmup_s=0.05, warmup_until_drained=False, max_s=3)
+            meter.start()
+            while not meter.done:
+                meter.batch_ready()
+                clock.sleep(0.004)
+                meter.step_done(1)
+                step_end = clock.perf_counter()
+                clock.sleep(0.5)                     # evaluation, told afterwards
+                meter.pause(at=step_end)
+                aside_end = clock.perf_counter()
+                clock.sleep(0.001)                   # fetching the next batch
+                meter.resume(at=aside_end)
+            return meter.result
+        r = self.run_on(clock, body)
+        self.assertAlmostEqual(r["data_wait_fraction"], 0.2, delta=1e-9)
+        self.assertAlmostEqual(r["throughput"], 200.0, delta=1e-6)
+
+    def test_a_loop_that_ends_before_the_rule_is_an_error_naming_the_steps_it_had_and_needs(self):
+        # Before, 2 windows came back `ok` while a slower job's loop of the same
+        # length failed: the same loop length judged differently.
+        clock = VirtualClock()
+
+        def body():
+            meter = autotune_trial.Meter(batch_size=4, warmup_s=0.295, warmup_until_drained=False, window_s=0.1)
+            for _ in range(45):                     # 10 ms steps: the warm-up's 30, then 1 window of 3
+                meter.batch_ready()
+                clock.sleep(0.01)
+                meter.step_done(4)
+            return meter.finish()
+        r = self.run_on(clock, body)
+        self.assertEqual(r["status"], "error", r)
+        self.assertNotIn("throughput", r)
+        self.assertIn("the loop ended after 45 steps, before the measurement was complete: it needs at least "
+                      "60 steps at this pace (10 ms a step; a warm-up of 30 steps, then 3 timed windows of 10 steps) "
+                      "and at most 1010 steps (its 10 s cap)", r["reason"])
+        self.assertEqual(r["steps_needed"], 60)
+        self.assertGreaterEqual(r["steps_needed_at_most"], r["steps_needed"])
+        self.assertIn("error: the loop ended after 45 steps", autotune_trial.summary(r))
+
+    def test_fail_ends_the_measurement_with_that_outcome(self):
+        meter = autotune_trial.Meter(batch_size=4)
+        meter.batch_ready()
+        meter.fail("precision fp16 was asked, but bf16 ran")
+        self.assertTrue(meter.done)
+        self.assertTrue(meter.step_done(4), "done: the loop stops")
+        self.assertEqual(meter.finish()["status"], "error")
+        self.assertEqual(meter.result["reason"], "precision fp16 was asked, but bf16 ran")
+
+    def test_the_summary_names_the_time_cap_only_when_it_was_the_cap(self):
+        r = measured(paced(4, 0.002), 0.0, batch_size=4, warmup_s=0.05, max_s=0.5, target_rsd=1e-9,
+                     stop_on_scatter=False)
+        self.assertEqual(r.get("stopped_by_cap"), 1, r)
+        self.assertIn("stopped by the time cap", autotune_trial.summary(r))
+        r = measured(paced(4, 0.002), 0.0, batch_size=4, warmup_s=0.05, max_s=5)
+        self.assertNotIn("stopped_by_cap", r)
+        self.assertNotIn("time cap", autotune_trial.summary(r))
 
 
 def meter_job(before="", after="", meter="warmup_s=0.1, window_s=0.05, max_s=0.6"):
