@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <filesystem>
 #include <iostream>
 
 #include <fmt/format.h>
@@ -68,6 +69,11 @@ void report_parse_error(const CLI::App& app, const CLI::ParseError& e) {
                                                      : did_you_mean(flag, commands);
     if (!hint.empty()) std::cerr << "autotune: " << flag << ": " << hint << "\n";
   }
+  // `autotune valdate my.yaml`: the mistyped command was taken as the config.
+  if (&where == &app)
+    if (const auto* config = app.get_option("config"); config->count() > 0)
+      if (const std::string hint = did_you_mean(config->as<std::string>(), commands); !hint.empty())
+        std::cerr << "autotune: " << config->as<std::string>() << ": " << hint << "\n";
   std::cerr << "autotune: see " << (&where == &app ? "autotune --help" : "autotune help " + where.get_name()) << "\n";
 }
 
@@ -148,6 +154,17 @@ int cli_main(int argc, char** argv) {
     if (trial->parsed()) return run_trial();
     if (compare->parsed()) return run_compare_cmd();
     if (report->parsed()) return run_report();
+    // `autotune valdate x.yaml` reads as a config named `valdate`: a word
+    // that is no file but nearly a command is the command mistyped.
+    if (const auto* config = app.get_option("config"); config->count() > 0) {
+      const std::string given = config->as<std::string>();
+      std::error_code ec;
+      if (!std::filesystem::exists(given, ec) && given.find_first_of("./") == std::string::npos)
+        if (const std::string hint = did_you_mean(given, command_names(app)); !hint.empty()) {
+          std::cerr << "autotune: no file or command '" << given << "'; " << hint << "\n";
+          return kExitBadInput;
+        }
+    }
     return tune();
   } catch (const std::exception& e) {
     std::cerr << "autotune: failed: " << e.what() << "\n";

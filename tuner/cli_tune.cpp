@@ -33,6 +33,14 @@ struct TuneArgs {
   std::optional<std::string> report;  // --report [PATH]: "" means beside tuned.yaml
 };
 
+// The end of the run in words: "stopped by budget", "stopped: interrupted".
+std::string how_it_stopped(const std::string& stopped_by) {
+  if (stopped_by == "budget" || stopped_by == "time") return "stopped by " + stopped_by;
+  if (stopped_by == "exhausted") return "stopped: every valid configuration was measured";
+  if (stopped_by == "failed") return "stopped: the tool failed";
+  return "stopped: " + stopped_by;
+}
+
 // When the answer is not the fastest search trial (the figure the progress
 // lines called best), why, unless another line of the summary says it.
 std::string why_not_the_fastest(const Spec& spec, const Study& r) {
@@ -42,10 +50,11 @@ std::string why_not_the_fastest(const Spec& spec, const Study& r) {
   if (!fastest || !r.best || fastest->config == *r.best) return {};
   if (r.nearer_than && r.nearer_than->config == fastest->config) return {};  // Occam's line says it
   for (const ConfirmRow& row : r.confirmed)
-    if (row.config == fastest->config)
+    if (row.config == fastest->config && !row.chosen)
       return fmt::format("trial {} measured {:.1f} samples/s once; measured again it did not hold up{}",
                          fastest->trial, fastest->outcome.throughput,
-                         row.all_ok ? fmt::format(" (mean {:.1f})", row.mean) : std::string(" (it failed)"));
+                         row.all_ok ? fmt::format(" (mean {:.1f}, below the chosen one's)", row.mean)
+                                    : std::string(" (it failed)"));
   if (std::any_of(r.knobs.begin(), r.knobs.end(), [](const KnobRow& k) { return k.put_back; }))
     return fmt::format("trial {} measured {:.1f} samples/s; the knobs below that bought less than the noise, or "
                        "cost throughput, were put back to the baseline's",
@@ -116,10 +125,10 @@ void print_summary(const Spec& spec, const Study& r) {
   for (Status s : kAllStatuses)
     if (counts[s]) tally += fmt::format("{}{} {}", tally.empty() ? "" : ", ", counts[s], to_string(s));
   const std::size_t again = r.baseline_again.size() + r.answer_again.size();
-  std::cout << fmt::format("trials: {} ({}){}{}{} in {:.1f}s, stopped by {}\n", r.trials.size(), tally,
+  std::cout << fmt::format("trials: {} ({}){}{}{} in {:.1f}s, {}\n", r.trials.size(), tally,
                            r.confirmations.empty() ? "" : fmt::format(" + {} confirmations", r.confirmations.size()),
                            r.explanations.empty() ? "" : fmt::format(" + {} to explain the answer", r.explanations.size()),
-                           again == 0 ? "" : fmt::format(" + {} side by side", again), r.elapsed_s, r.stopped_by);
+                           again == 0 ? "" : fmt::format(" + {} side by side", again), r.elapsed_s, how_it_stopped(r.stopped_by));
   const TuningTime time = tuning_time(r);
   if (time.total_s > 0) std::cout << "time:   " << describe(time) << "\n";
   std::cout << "wrote:  " << spec.output.tuned.string() << " and " << spec.output.journal.string() << "\n";

@@ -1,6 +1,6 @@
 #pragma once
 // The `command` workload: the user's own training script, run once per trial
-// under the command contract (README, "The command contract").
+// under the command contract (docs/guide.md, "The command workload" and "How a trial ends").
 //
 //   command: "python3 train.py --bs {batch_size} --precision {precision}"
 //

@@ -1,5 +1,6 @@
-// The default Workload::interpret: the command contract (README, "The command
-// contract") applied to what an external trial produced.
+// The default Workload::interpret: the command contract (docs/guide.md, "The
+// command workload" and "How a trial ends") applied to what an external trial
+// produced.
 #include <cmath>
 #include <csignal>
 #include <optional>

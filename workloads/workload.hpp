@@ -124,7 +124,7 @@ class Workload {
     return std::nullopt;
   }
   // Maps what an external_command() run produced into an Outcome. The default
-  // is the command contract (README, "The command contract"): timeout, signals,
+  // is the command contract (docs/guide.md, "The command workload"): timeout, signals,
   // out-of-memory messages, exit status, then the JSON result. Never throws.
   virtual Outcome interpret(const ExternalRun& run, const TrialContext& ctx) const;
 };

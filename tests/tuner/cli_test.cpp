@@ -143,6 +143,13 @@ TEST_F(Cli, FollowsCommandLineHabits) {
   EXPECT_EQ(sub_typo.status, 2) << sub_typo.out;
   EXPECT_NE(sub_typo.out.find("did you mean '--config'?"), std::string::npos) << sub_typo.out;
 
+  // A mistyped command reads as a config file; it is named as the command it nearly is.
+  for (const std::string& line : {"valdate " + spec.string(), std::string("valdate")}) {
+    CliRun cmd_typo = run(line);
+    EXPECT_EQ(cmd_typo.status, 2) << cmd_typo.out;
+    EXPECT_NE(cmd_typo.out.find("did you mean 'validate'?"), std::string::npos) << line << ": " << cmd_typo.out;
+  }
+
   CliRun help = run("help");
   EXPECT_EQ(help.status, 0) << help.out;
   EXPECT_EQ(help.out.find("the command whose help to show"), std::string::npos) << "autotune's help, not help's";
