@@ -859,6 +859,8 @@ class Meter:
             res["throughput"] = sum(s for _, _, s, _ in last) / secs
             res["throughput_rsd"] = _rsd([s / (t1 - t0) for t0, t1, s, _ in last])
             res["mean_windows"] = len(last)
+            if len(last) >= 2:  # +-this share of the mean at 90% confidence
+                res["throughput_ci90"] = _t95(len(last) - 1) * res["throughput_rsd"] / math.sqrt(len(last))
             wait = sum(w for _, _, _, w in last)
             res["data_wait_fraction"] = min(1.0, max(0.0, wait / secs))
             res["compute_busy"] = 1.0 - res["data_wait_fraction"]
@@ -1041,8 +1043,19 @@ def _steps_in(seconds, pace):
 # one tiny all-reduce (a device sync with NCCL) per 4 steps.
 _AGREE_EVERY = 4
 
-# One-sided 95% Student t quantiles for 1..10 degrees of freedom.
-_T95 = (6.314, 2.920, 2.353, 2.132, 2.015, 1.943, 1.895, 1.860, 1.833, 1.812)
+# One-sided 95% Student t quantiles for 1..20 degrees of freedom, as the
+# harness's (workloads/measure.cpp student_t95).
+_T95 = (6.314, 2.920, 2.353, 2.132, 2.015, 1.943, 1.895, 1.860, 1.833, 1.812,
+        1.796, 1.782, 1.771, 1.761, 1.753, 1.746, 1.740, 1.734, 1.729, 1.725)
+
+
+def _t95(dof):
+    """The one-sided 95% quantile for `dof` degrees of freedom; past 20, each
+    span's largest, so never below the true one."""
+    dof = max(1, dof)
+    if dof <= 20:
+        return _T95[dof - 1]
+    return 1.721 if dof <= 30 else 1.697 if dof <= 60 else 1.671 if dof <= 120 else 1.658
 
 
 def surely_below(rates, bar, floor_rsd=0.02):
@@ -1055,8 +1068,7 @@ def surely_below(rates, bar, floor_rsd=0.02):
         return False
     mean = sum(rates) / n
     sd = max(_rsd(rates), floor_rsd) * mean
-    t = _T95[n - 2] if n - 1 <= 10 else 1.75
-    return mean + t * sd / math.sqrt(n) < bar
+    return mean + _t95(n - 1) * sd / math.sqrt(n) < bar
 
 
 # Two-sided 95% Student t quantiles for 1..10 degrees of freedom.

@@ -8,6 +8,7 @@ blocked on I/O), so the margins below are several times the scheduling noise
 seen here (a few tenths of a millisecond per step).
 """
 import json
+import math
 import os
 import subprocess
 import sys
@@ -139,6 +140,8 @@ class Rule(unittest.TestCase):
         self.assertGreaterEqual(r["windows"], autotune_trial.RULE["fewest_windows"])
         self.assertEqual(r["mean_windows"], min(r["windows"], autotune_trial.RULE["rsd_windows"]))
         self.assertAlmostEqual(r["throughput"], 8 / 0.003, delta=8 / 0.003 * 1e-6)
+        n = r["mean_windows"]  # the mean's precision, as the harness states it
+        self.assertAlmostEqual(r["throughput_ci90"], autotune_trial._t95(n - 1) * r["throughput_rsd"] / math.sqrt(n))
 
     def test_drifting_is_a_significant_slope_over_the_windows(self):
         self.assertTrue(autotune_trial.drifting([100, 103, 106, 109, 112]))
@@ -352,6 +355,10 @@ class Racing(unittest.TestCase):
         self.assertFalse(autotune_trial.surely_below([100], 1000), "one window never decides")
         self.assertTrue(autotune_trial.surely_below([100, 100], 120))
         self.assertFalse(autotune_trial.surely_below([100, 100], 105), "the 2% floor on the spread")
+        # The harness's quantiles past 10 degrees of freedom too (workloads/measure.cpp).
+        self.assertEqual(autotune_trial._t95(11), 1.796)
+        self.assertEqual(autotune_trial._t95(20), 1.725)
+        self.assertEqual(autotune_trial._t95(25), 1.721)
 
 
 class Results(unittest.TestCase):
