@@ -7,19 +7,11 @@
 #include <stdexcept>
 
 #include "workloads/measure.hpp"
+#include "workloads/normal_fill.hpp"
 
 namespace autotune {
 
 namespace {
-
-// SplitMix64: a stateless mix, so that sample choice and augmentation of
-// batch k, position j are a pure function of (seed, k, j).
-std::uint64_t mix(std::uint64_t x) {
-  x += 0x9E3779B97F4A7C15ULL;
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ULL;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBULL;
-  return x ^ (x >> 31);
-}
 
 std::size_t slots_for(const LoaderConfig& c) {
   const auto w = static_cast<std::size_t>(std::max(0, c.num_workers));
@@ -103,14 +95,14 @@ Loader::Loader(LoaderConfig c, HostAllocator alloc)
   const auto n = static_cast<std::size_t>(m_config.dataset_samples);
   const auto sb = static_cast<std::size_t>(m_config.sample_bytes);
   m_dataset.resize(n * sb);
-  std::uint64_t state = mix(m_config.seed ^ 0xD1B54A32D192ED03ULL);
+  std::uint64_t state = splitmix64(m_config.seed ^ 0xD1B54A32D192ED03ULL);
   for (std::size_t i = 0; i < m_dataset.size(); i += 8) {
-    state = mix(state);
+    state = splitmix64(state);
     std::memcpy(&m_dataset[i], &state, std::min<std::size_t>(8, m_dataset.size() - i));
   }
   m_dataset_labels.resize(n);
   for (std::size_t i = 0; i < n; ++i)
-    m_dataset_labels[i] = static_cast<std::int32_t>(mix(m_config.seed + 7 * i) % static_cast<std::uint64_t>(m_config.classes));
+    m_dataset_labels[i] = static_cast<std::int32_t>(splitmix64(m_config.seed + 7 * i) % static_cast<std::uint64_t>(m_config.classes));
 
   // The pool, allocated once. On a failing allocation, free what we have.
   const std::size_t bytes = batch_bytes(m_config);
@@ -195,7 +187,7 @@ void Loader::preprocess(const LoaderConfig& c, const std::uint8_t* raw, std::uin
     }
   }
   // Random crop and flip, then normalise.
-  const std::uint64_t r = mix(aug_seed);
+  const std::uint64_t r = splitmix64(aug_seed);
   const std::size_t dim = static_cast<std::size_t>(c.input_dim);
   const std::size_t offset = (r >> 1) % (decoded - dim + 1);
   const bool flip = (r & 1) != 0;
@@ -216,7 +208,7 @@ void Loader::fill(int slot, std::int64_t index, std::uint8_t* scratch) {
     if (m_stopping.load(std::memory_order_relaxed)) return;  // early stop: leave it half-filled
     const std::uint64_t global = static_cast<std::uint64_t>(index) * static_cast<std::uint64_t>(m_config.batch_size) +
                                  static_cast<std::uint64_t>(j);
-    const std::uint64_t h = mix(m_config.seed * 0x2545F4914F6CDD1DULL + global);
+    const std::uint64_t h = splitmix64(m_config.seed * 0x2545F4914F6CDD1DULL + global);
     const std::size_t sample = static_cast<std::size_t>(h % n);
     preprocess(m_config, &m_dataset[sample * sb], h ^ 0xA0761D6478BD642FULL, scratch,
                b.inputs + j * m_config.input_dim);

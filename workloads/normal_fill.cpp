@@ -8,13 +8,6 @@
 namespace autotune {
 namespace {
 
-std::uint64_t splitmix64(std::uint64_t x) {
-  x += 0x9E3779B97F4A7C15ULL;
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ULL;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBULL;
-  return x ^ (x >> 31);
-}
-
 // Draw k: the radius and angle of Box-Muller, which make values 2k and 2k + 1.
 void draw(std::uint64_t key, std::size_t k, float& r, float& angle) {
   const std::uint64_t h = splitmix64(key ^ (static_cast<std::uint64_t>(k) * 0xD1B54A32D192ED03ULL));
