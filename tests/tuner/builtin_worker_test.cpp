@@ -12,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "tests/support/journal_records.hpp"
 #include "tests/support/shell.hpp"
 
 namespace {
@@ -41,15 +42,7 @@ class BuiltinWorker : public ::testing::Test {
     return autotune::testing::run_shell("cd " + m_dir.string() + " && " + AUTOTUNE_BINARY +
                                         " space.yaml --fresh 2>&1");
   }
-  std::vector<nlohmann::json> finished() {
-    std::ifstream in(m_dir / "tuned.journal.jsonl");
-    std::vector<nlohmann::json> out;
-    for (std::string l; std::getline(in, l);) {
-      auto j = nlohmann::json::parse(l);
-      if (j["type"] == "finish") out.push_back(j);
-    }
-    return out;
-  }
+  std::vector<nlohmann::json> finished() { return autotune::testing::finish_records(m_dir / "tuned.journal.jsonl"); }
   int workers_started() {
     return YAML::LoadFile((m_dir / "tuned.yaml").string())["search"]["time"]["workers_started"].as<int>(0);
   }

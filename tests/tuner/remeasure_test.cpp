@@ -14,6 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "tests/support/journal_records.hpp"
 #include "tests/support/shell.hpp"
 
 namespace {
@@ -49,13 +50,9 @@ class Remeasure : public ::testing::Test {
   }
   // (remeasure field, throughput) of the finish records that have one, in order.
   std::vector<std::pair<std::string, double>> again() {
-    std::ifstream in(m_dir / "tuned.journal.jsonl");
     std::vector<std::pair<std::string, double>> out;
-    for (std::string l; std::getline(in, l);) {
-      auto j = nlohmann::json::parse(l);
-      if (j["type"] == "finish" && j.contains("remeasure"))
-        out.emplace_back(j["remeasure"].get<std::string>(), j["throughput"].get<double>());
-    }
+    for (const auto& j : autotune::testing::finish_records(m_dir / "tuned.journal.jsonl"))
+      if (j.contains("remeasure")) out.emplace_back(j["remeasure"].get<std::string>(), j["throughput"].get<double>());
     return out;
   }
   fs::path m_dir;

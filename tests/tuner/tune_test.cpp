@@ -614,6 +614,14 @@ TEST(TrainingChange, SaysWhatTheAnswerChangesOfTheTraining) {
 namespace autotune {
 namespace {
 
+// A measurement with a 2% spread over 5 windows: within_noise's figures.
+Outcome outcome(double t) {
+  Outcome o = Outcome::success(t);
+  o.metrics["throughput_rsd"] = 0.02;
+  o.metrics["mean_windows"] = 5;
+  return o;
+}
+
 // search.explain: each knob the answer moved, put back alone and measured;
 // one worth less than the noise goes back to the baseline's value and the
 // answer as emitted is measured; one that fails without its move is needed.
@@ -622,12 +630,6 @@ TEST(Explain, PutsBackWhatBoughtNothingAndSaysWhatTheRestBought) {
                            {"pin_memory", {Value{false}, Value{true}}, Scale::linear},
                            {"batch_size", {Value{std::int64_t{32}}, Value{std::int64_t{64}}}, Scale::log}},
                           {});
-  auto outcome = [](double t) {
-    Outcome o = Outcome::success(t);
-    o.metrics["throughput_rsd"] = 0.02;
-    o.metrics["mean_windows"] = 5;
-    return o;
-  };
   Study s;
   s.baseline = TrialRecord{1, Config{0, 0, 0}, outcome(1000), false};
   s.best = Config{1, 1, 1};
@@ -663,12 +665,6 @@ TEST(Explain, PutBackTogetherMustNotCostWhatEachAloneDidNot) {
   const SearchSpace space({{"num_workers", {Value{std::int64_t{0}}, Value{std::int64_t{2}}}, Scale::linear},
                            {"batch_size", {Value{std::int64_t{32}}, Value{std::int64_t{64}}}, Scale::log}},
                           {});
-  auto outcome = [](double t) {
-    Outcome o = Outcome::success(t);
-    o.metrics["throughput_rsd"] = 0.02;
-    o.metrics["mean_windows"] = 5;
-    return o;
-  };
   Study s;
   s.baseline = TrialRecord{1, Config{0, 0}, outcome(1000), false};
   s.best = Config{1, 1};

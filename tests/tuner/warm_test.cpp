@@ -18,6 +18,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "tests/support/journal_records.hpp"
 #include "tests/support/shell.hpp"
 
 namespace {
@@ -93,15 +94,7 @@ class Warm : public ::testing::Test {
                                         " space.yaml --fresh 2>&1");
   }
   // The finish records, in order: (trial, status, metrics).
-  std::vector<nlohmann::json> finished() {
-    std::ifstream in(m_dir / "tuned.journal.jsonl");
-    std::vector<nlohmann::json> out;
-    for (std::string l; std::getline(in, l);) {
-      auto j = nlohmann::json::parse(l);
-      if (j["type"] == "finish") out.push_back(j);
-    }
-    return out;
-  }
+  std::vector<nlohmann::json> finished() { return autotune::testing::finish_records(m_dir / "tuned.journal.jsonl"); }
   std::string pid_of(int trial) {
     std::ifstream in(m_dir / "pids" / std::to_string(trial));
     std::string pid;
