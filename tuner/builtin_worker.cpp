@@ -180,9 +180,10 @@ int run_builtin_worker() {
     const auto spec = nlohmann::json::parse(env_or_empty(kWorkloadVar));
     const WorkloadInfo* info = find_workload(spec.at("kind").get<std::string>());
     if (!info) throw std::runtime_error("workload kind " + spec.at("kind").dump() + " is not built into this binary");
-    Options options;
+    std::map<std::string, OptionValue> given;
     for (const auto& s : info->options)
-      if (spec.at("options").contains(s.key)) options.set(s.key, option_from_json(spec.at("options").at(s.key), s.type));
+      if (spec.at("options").contains(s.key)) given[s.key] = option_from_json(spec.at("options").at(s.key), s.type);
+    const Options options = Options::with_defaults(info->options, std::move(given));
     WorkloadEnv env;
     env.spec_dir = spec.at("spec_dir").get<std::string>();
     env.parameter_names = spec.at("parameters").get<std::vector<std::string>>();
@@ -200,7 +201,11 @@ int run_builtin_worker() {
     } catch (const std::exception& e) {
       o = Outcome::failure(Status::error, std::string("workload threw: ") + e.what());
     }
-    write_atomically(env_or_empty("AUTOTUNE_RESULT"), outcome_wire_line(o));
+    // Where the tuner reads it; run by hand, on standard output (as `autotune trial`).
+    if (const std::string result = env_or_empty("AUTOTUNE_RESULT"); !result.empty())
+      write_atomically(result, outcome_wire_line(o));
+    else
+      std::cout << outcome_wire_line(o) << std::endl;
     if (warm_dir.empty()) return 0;
     write_atomically(std::filesystem::path(warm_dir) / ("ready-" + env_or_empty("AUTOTUNE_TRIAL")), "");
     if (!next_trial(warm_dir)) return 0;
