@@ -75,6 +75,30 @@ std::filesystem::path trial_log_folder(const std::filesystem::path& journal) {
   return std::filesystem::absolute(journal).parent_path() / (journal.stem().string() + ".trials");
 }
 
+namespace {
+
+// A record's phase as the journal writes it (mark_phase) and reads it (phase_of).
+void mark_phase(nlohmann::json& rec, Phase phase) {
+  switch (phase) {
+    case Phase::search: break;
+    case Phase::confirm: rec["confirm"] = true; break;
+    case Phase::explain: rec["explain"] = true; break;
+    case Phase::remeasure_baseline: rec["remeasure"] = "baseline"; break;
+    case Phase::remeasure_answer: rec["remeasure"] = "answer"; break;
+  }
+}
+
+Phase phase_of(const nlohmann::json& rec) {
+  if (rec.value("confirm", false)) return Phase::confirm;
+  if (rec.value("explain", false)) return Phase::explain;
+  const std::string again = rec.value("remeasure", "");
+  if (again == "baseline") return Phase::remeasure_baseline;
+  if (again == "answer") return Phase::remeasure_answer;
+  return Phase::search;
+}
+
+}  // namespace
+
 JournalContents read_journal(const std::filesystem::path& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw JournalError(path.string() + ": cannot open the journal");
@@ -113,10 +137,8 @@ JournalContents read_journal(const std::filesystem::path& path) {
         out.notes.push_back(rec.value("text", ""));
       } else if (type == "start") {
         out.trials.push_back({rec.at("trial").get<int>(), assignment_from_json(rec.at("config")), std::nullopt,
-                              rec.value("confirm", false)});
+                              phase_of(rec)});
         out.trials.back().start_time = rec.value("time", 0.0);
-        out.trials.back().explain = rec.value("explain", false);
-        out.trials.back().remeasure = rec.value("remeasure", "");
         out.trials.back().proposed_as = rec.value("proposed_as", "");
       } else if (type == "finish") {
         const int trial = rec.at("trial").get<int>();
@@ -124,12 +146,10 @@ JournalContents read_journal(const std::filesystem::path& path) {
         for (auto& x : out.trials)
           if (x.trial == trial) t = &x;
         if (!t) {
-          out.trials.push_back({trial, assignment_from_json(rec.at("config")), std::nullopt, false});
+          out.trials.push_back({trial, assignment_from_json(rec.at("config")), std::nullopt});
           t = &out.trials.back();
         }
-        t->confirm = rec.value("confirm", false);
-        t->explain = rec.value("explain", false);
-        t->remeasure = rec.value("remeasure", "");
+        t->phase = phase_of(rec);
         t->outcome = outcome_from_json(rec);
         t->finish_time = rec.value("time", 0.0);
       }
@@ -195,18 +215,6 @@ void JournalWriter::header(const nlohmann::json& header) {
 void JournalWriter::note(const std::string& text, double time_s) {
   append({{"type", "note"}, {"text", text}, {"time", time_s}});
 }
-
-namespace {
-void mark_phase(nlohmann::json& rec, Phase phase) {
-  switch (phase) {
-    case Phase::search: break;
-    case Phase::confirm: rec["confirm"] = true; break;
-    case Phase::explain: rec["explain"] = true; break;
-    case Phase::remeasure_baseline: rec["remeasure"] = "baseline"; break;
-    case Phase::remeasure_answer: rec["remeasure"] = "answer"; break;
-  }
-}
-}  // namespace
 
 void JournalWriter::started(int trial, const Assignment& config, double time_s, Phase phase,
                             std::string_view proposed_as) {

@@ -32,20 +32,15 @@
 
 #include "search/outcome.hpp"
 #include "search/value.hpp"
+#include "tuner/study.hpp"
 
 namespace autotune {
-
-// What a trial was measured for: the search, or one of the measurements
-// after it (journaled as "confirm":true, "explain":true, "remeasure":"baseline"|"answer").
-enum class Phase { search, confirm, explain, remeasure_baseline, remeasure_answer };
 
 struct JournalTrial {
   int trial = 0;
   Assignment config;
   std::optional<Outcome> outcome;  // empty: started, never finished
-  bool confirm = false;            // a re-measurement after the search
-  bool explain = false;            // a measurement of what one knob of the answer is worth (tuner/explain.hpp)
-  std::string remeasure;           // "baseline" or "answer": measured again side by side after the search
+  Phase phase = Phase::search;     // what it was measured for
   std::string proposed_as;         // the start record's word ("model", ...); empty in older journals
   double start_time = 0;           // the records' `time`: seconds since the run began
   double finish_time = 0;

@@ -114,14 +114,14 @@ std::string decide_answer(const Spec& spec, const JournalContents& j, Study& r) 
     if (r.nearer_than) rule += ", then among those within the noise of it the one closest to the baseline";
   }
 
-  std::vector<Config> confirmed_configs;
+  // The measurements after the search, each where the run kept it.
   for (const auto& t : j.trials)
-    if (t.confirm && t.outcome) {
-      const Config c = config_in(spec.space, t);
-      r.confirmations.push_back({t.trial, c, *t.outcome, true});
-      if (std::find(confirmed_configs.begin(), confirmed_configs.end(), c) == confirmed_configs.end())
-        confirmed_configs.push_back(c);
-    }
+    if (auto* into = after_search_records(r, t.phase); into && t.outcome)
+      into->push_back({t.trial, config_in(spec.space, t), *t.outcome, true});
+  std::vector<Config> confirmed_configs;
+  for (const auto& t : r.confirmations)
+    if (std::find(confirmed_configs.begin(), confirmed_configs.end(), t.config) == confirmed_configs.end())
+      confirmed_configs.push_back(t.config);
   if (!r.confirmations.empty()) {
     // An older journal does not say how many were to be confirmed: those it measured.
     const int n = spec.search.confirm > 0 ? spec.search.confirm : static_cast<int>(confirmed_configs.size());
@@ -129,17 +129,11 @@ std::string decide_answer(const Spec& spec, const JournalContents& j, Study& r) 
     rule += ", re-measured after the search and chosen on the mean of its runs";
   }
   if (!spec.search.initial.empty()) r.find_baseline(spec.search.initial.front());
-  for (const auto& t : j.trials)
-    if (t.explain && t.outcome) r.explanations.push_back({t.trial, config_in(spec.space, t), *t.outcome, true});
   if (spec.search.explain && r.baseline) {
     const std::optional<Config> before = r.best;
     explain_answer(r, spec.space, [&r](const Config& c) { return earlier_measurement(r, c); });
     if (r.best != before) rule += ", with the knobs worth less than the noise put back to the baseline's";
   }
-  for (const auto& t : j.trials)
-    if (!t.remeasure.empty() && t.outcome)
-      (t.remeasure == "baseline" ? r.baseline_again : r.answer_again)
-          .push_back({t.trial, config_in(spec.space, t), *t.outcome, true});
   return rule;
 }
 
@@ -208,7 +202,7 @@ RunState state_of(const std::filesystem::path& path, const Spec& spec, const Jou
 std::vector<const JournalTrial*> finished_search_trials(const JournalContents& j) {
   std::vector<const JournalTrial*> out;
   for (const auto& t : j.trials)
-    if (t.outcome && !t.confirm && !t.explain && t.remeasure.empty()) out.push_back(&t);
+    if (t.outcome && t.phase == Phase::search) out.push_back(&t);
   std::stable_sort(out.begin(), out.end(),
                    [](const JournalTrial* a, const JournalTrial* b) { return a->finish_time < b->finish_time; });
   return out;

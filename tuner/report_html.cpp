@@ -133,12 +133,14 @@ std::string trials_panel(const JournalStudy& s) {
       // Sorted by their place in the domain (fp32 < tf32 < fp16 as declared), not as text.
       row.push_back(cell(v ? to_string(*v) : "", c ? std::optional<double>((*c)[d]) : std::nullopt));
     }
-    std::string note = j.confirm                    ? "re-measurement"
-                       : j.explain                  ? "a knob put back (explain)"
-                       : j.remeasure == "baseline" ? "the baseline again, beside the answer"
-                       : j.remeasure == "answer"   ? "the answer again, beside the baseline"
-                                                    : "";
-    if (best && c == best && note.empty()) note = "the answer";
+    std::string note;
+    switch (j.phase) {
+      case Phase::search: note = best && c == best ? "the answer" : ""; break;
+      case Phase::confirm: note = "re-measurement"; break;
+      case Phase::explain: note = "a knob put back (explain)"; break;
+      case Phase::remeasure_baseline: note = "the baseline again, beside the answer"; break;
+      case Phase::remeasure_answer: note = "the answer again, beside the baseline"; break;
+    }
     if (!j.outcome) {
       row.push_back(cell("running", std::nullopt, "status-running"));
       for (int k = 0; k < 4; ++k) row.push_back(cell(""));

@@ -45,7 +45,7 @@ std::string trials_table(const JournalStudy& s) {
   std::size_t ok_shown = 0;
   for (const JournalTrial* t : order) {
     if (rate(t) >= 0 && ++ok_shown > kTrialRowsShown) continue;
-    std::vector<std::string> row = {std::to_string(t->trial) + (t->confirm ? "c" : t->explain ? "e" : ""), t->proposed_as};
+    std::vector<std::string> row = {std::to_string(t->trial) + (t->phase == Phase::confirm ? "c" : t->phase == Phase::explain ? "e" : ""), t->proposed_as};
     for (const auto& p : space.params()) {
       const Value* v = t->config.find(p.name);
       row.push_back(v ? to_string(*v) : "");

@@ -104,6 +104,17 @@ std::optional<Study::Speedup> Study::speedup() const {
                  baseline->outcome.throughput, 1, false};
 }
 
+std::vector<TrialRecord>* after_search_records(Study& s, Phase phase) {
+  switch (phase) {
+    case Phase::search: return nullptr;
+    case Phase::confirm: return &s.confirmations;
+    case Phase::explain: return &s.explanations;
+    case Phase::remeasure_baseline: return &s.baseline_again;
+    case Phase::remeasure_answer: return &s.answer_again;
+  }
+  return nullptr;
+}
+
 Replay replay_journal(const JournalContents& j, const SearchSpace& space, const std::filesystem::path& path) {
   if (j.header.value("space_hash", "") != space.hash())
     throw StudyError(path.string() + " records another search space (hash " + j.header.value("space_hash", "?") +
@@ -115,14 +126,11 @@ Replay replay_journal(const JournalContents& j, const SearchSpace& space, const 
     auto c = space.from_assignment(t.config);
     if (!c)
       throw StudyError(path.string() + ": trial " + std::to_string(t.trial) + " has a configuration outside this space");
-    if (t.confirm || t.explain || !t.remeasure.empty()) {  // never told to a strategy: it saw this configuration's search trial
+    // Never told to a strategy: it saw this configuration's search trial.
+    if (auto* into = after_search_records(r.study, t.phase)) {
       if (t.outcome) {
         r.earlier_s += t.outcome->seconds;
-        auto& into = t.explain                     ? r.study.explanations
-                     : t.remeasure == "baseline" ? r.study.baseline_again
-                     : t.remeasure == "answer"   ? r.study.answer_again
-                                                 : r.study.confirmations;
-        into.push_back({t.trial, *c, *t.outcome, true});
+        into->push_back({t.trial, *c, *t.outcome, true});
       }
       continue;
     }

@@ -16,6 +16,10 @@ namespace autotune {
 
 struct JournalContents;
 
+// What a trial was measured for: the search, or one of the measurements
+// after it (journaled as "confirm":true, "explain":true, "remeasure":"baseline"|"answer").
+enum class Phase { search, confirm, explain, remeasure_baseline, remeasure_answer };
+
 struct TrialRecord {
   int trial = 0;
   Config config;
@@ -84,6 +88,11 @@ struct Study {
   };
   std::optional<Speedup> speedup() const;
 };
+
+// Where a study keeps the measurements taken after the search in `phase`
+// (confirmations, explanations, the side-by-side re-measurements); null for
+// the search's own trials.
+std::vector<TrialRecord>* after_search_records(Study& s, Phase phase);
 
 // Whether two measurements of throughput cannot be told apart: their
 // difference is within twice its standard error, each one's from its

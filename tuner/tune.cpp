@@ -49,14 +49,12 @@ class TuningRun {
     m_study.settle_answer(recommended);
     if (!m_spec.search.initial.empty())
       m_study.prefer_closest_to(m_spec.search.initial.front(), m_space.index_of("precision"));
-    if (m_spec.search.confirm > 0 && m_study.stopped_by != "interrupted" && m_study.stopped_by != "failed")
-      guarded([&] { confirm(); });
+    // The measurements after the search, each while the run was neither interrupted nor failed.
+    auto going_on = [&] { return m_study.stopped_by != "interrupted" && m_study.stopped_by != "failed"; };
+    if (m_spec.search.confirm > 0 && going_on()) guarded([&] { confirm(); });
     if (!m_spec.search.initial.empty()) m_study.find_baseline(m_spec.search.initial.front());
-    if (m_spec.search.explain && m_study.stopped_by != "interrupted" && m_study.stopped_by != "failed")
-      guarded([&] { explain(); });
-    if (const int rounds = remeasure_rounds(m_spec);
-        rounds > 0 && m_study.stopped_by != "interrupted" && m_study.stopped_by != "failed")
-      guarded([&] { remeasure(rounds); });
+    if (m_spec.search.explain && going_on()) guarded([&] { explain(); });
+    if (const int rounds = remeasure_rounds(m_spec); rounds > 0 && going_on()) guarded([&] { remeasure(rounds); });
     m_progress.finish();
     m_study.elapsed_s = elapsed();
     return std::move(m_study);

@@ -127,7 +127,7 @@ TEST_F(ConfirmRun, TheSteadyConfigurationWinsOnTheMeanAndEverythingIsJournaled) 
   const JournalContents j = read_journal(s.output.journal);
   ASSERT_EQ(j.trials.size(), 6u);
   for (std::size_t i = 0; i < j.trials.size(); ++i) {
-    EXPECT_EQ(j.trials[i].confirm, i >= 4) << i;
+    EXPECT_EQ(j.trials[i].phase == Phase::confirm, i >= 4) << i;
     EXPECT_TRUE(j.trials[i].outcome) << i;
   }
 
