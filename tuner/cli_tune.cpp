@@ -96,23 +96,15 @@ void print_summary(const Spec& spec, const Study& r) {
                                  spec.space.to_assignment(r.baseline->config).describe());
       for (std::size_t i = 0; i < r.knobs.size(); ++i)
         std::cout << (i == 0 ? "knobs:  " : "        ") << describe(r.knobs[i]) << "\n";
-      for (const std::string& line :
-           describe(training_change(spec.space.to_assignment(r.baseline->config), spec.space.to_assignment(*r.best),
-                                    spec.effective_batch.has_value(), spec.ranks)))
-        std::cout << "train:  " << line << "\n";
-      // Why: where each one's time went, and the bottleneck that moved.
+      for (const std::string& line : describe(*training_change(spec, r))) std::cout << "train:  " << line << "\n";
+      // Why: where each one's time went, and what moved.
       const TimeSplit before = time_split(r.baseline->outcome), after = time_split(*r.best_outcome);
-      if (*r.best == r.baseline->config)
-        std::cout << "why:    the answer is the baseline: no configuration measured was faster by more than the "
-                     "noise\n"
-                  << (after.known() ? "        " + describe(after) + "\n" : std::string());
-      else if (before.known() && after.known())
-        std::cout << "why:    baseline " << describe(before) << "\n"
-                  << "        answer   " << describe(after) << "\n"
-                  << "        " << explain_speedup(before, after) << "\n";
-      if (*r.best != r.baseline->config)
-        if (const std::string top = biggest_gain(r.knobs); !top.empty())
-          std::cout << (before.known() && after.known() ? "        " : "why:    ") << top << "\n";
+      std::vector<std::string> why;
+      if (*r.best != r.baseline->config && before.known() && after.known())
+        why = {"baseline " + describe(before), "answer   " + describe(after)};
+      for (std::string& line : what_moved(r)) why.push_back(std::move(line));
+      if (*r.best == r.baseline->config && after.known()) why.push_back(describe(after));
+      for (std::size_t i = 0; i < why.size(); ++i) std::cout << (i == 0 ? "why:    " : "        ") << why[i] << "\n";
     } else if (const TimeSplit after = time_split(*r.best_outcome); after.known()) {
       std::cout << "        " << describe(after) << "\n";
     }

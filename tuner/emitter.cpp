@@ -187,8 +187,8 @@ std::string render_tuned_yaml(const Spec& spec, const Study& r) {
     e << YAML::EndSeq;
   }
   // What the answer changes of the training itself (tuner/same_training.hpp).
-  if (baseline_config && best) {
-    const TrainingChange c = training_change(*baseline_config, *best, spec.effective_batch.has_value(), spec.ranks);
+  if (const auto change = training_change(spec, r)) {
+    const TrainingChange& c = *change;
     if (c.batch_after || c.precision_after) {
       e << YAML::Key << "same_training" << YAML::Value << YAML::BeginMap;
       if (c.batch_before && c.batch_after) {

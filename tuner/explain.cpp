@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "tuner/racing.hpp"
+#include "tuner/time_split.hpp"
 
 namespace autotune {
 
@@ -137,6 +138,19 @@ std::string biggest_gain(const std::vector<KnobRow>& knobs) {
   if (!top) return {};
   return fmt::format("most of it: {} {} -> {}, {:+.1f}% on its own (the other knobs at the answer's values)",
                      top->knob, top->baseline, top->best, *top->worth * 100.0);
+}
+
+std::vector<std::string> what_moved(const Study& r) {
+  if (!r.best || !r.best_outcome || !r.baseline) return {};
+  if (*r.best == r.baseline->config)
+    return {"the answer is the baseline: no configuration measured was faster by more than the noise"};
+  std::vector<std::string> out;
+  if (r.baseline->outcome.ok())
+    if (const TimeSplit before = time_split(r.baseline->outcome), after = time_split(*r.best_outcome);
+        before.known() && after.known())
+      out.push_back(explain_speedup(before, after));
+  if (std::string top = biggest_gain(r.knobs); !top.empty()) out.push_back(std::move(top));
+  return out;
 }
 
 }  // namespace autotune

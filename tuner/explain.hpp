@@ -37,4 +37,10 @@ std::string describe(const KnobRow& row);
 // kept change was measured.
 std::string biggest_gain(const std::vector<KnobRow>& knobs);
 
+// The why: sentences after where the time went: that the answer is the
+// baseline; else which way the bottleneck moved (when both splits are
+// known) and the knob that bought the most. The summary and the report's
+// text print them.
+std::vector<std::string> what_moved(const Study& r);
+
 }  // namespace autotune

@@ -72,10 +72,8 @@ std::string answer_panel(const JournalStudy& s) {
            "baseline's value, one at a time.</p>" +
            render_table(k);
   }
-  if (r.baseline && r.best)
-    for (const std::string& line : describe(training_change(s.spec.space.to_assignment(r.baseline->config), best,
-                                                            s.spec.effective_batch.has_value(), s.spec.ranks)))
-      out += "<p>" + html_escape(line) + "</p>";
+  if (const auto change = training_change(s.spec, r))
+    for (const std::string& line : describe(*change)) out += "<p>" + html_escape(line) + "</p>";
   out += "<h3>Exports to copy</h3><pre>" + html_escape(exports_of(s)) + "</pre>";
   return out;
 }

@@ -106,23 +106,15 @@ std::string render_report_text(const JournalStudy& s) {
     out += "\n          chosen as " + s.answer_rule + "\n";
     for (std::size_t i = 0; i < r.knobs.size(); ++i)
       out += (i == 0 ? "moved:    " : "          ") + describe(r.knobs[i]) + "\n";
-    if (r.baseline)
-      for (const std::string& line : describe(training_change(s.spec.space.to_assignment(r.baseline->config),
-                                                              s.spec.space.to_assignment(*r.best),
-                                                              s.spec.effective_batch.has_value(), s.spec.ranks)))
-        out += "train:    " + line + "\n";
+    if (const auto change = training_change(s.spec, r))
+      for (const std::string& line : describe(*change)) out += "train:    " + line + "\n";
     const TimeSplit after = time_split(*r.best_outcome);
     const std::optional<TimeSplit> before =
         r.baseline && r.baseline->outcome.ok() ? std::optional<TimeSplit>(time_split(r.baseline->outcome)) : std::nullopt;
     if (before && before->known()) out += "why:      baseline " + describe(*before) + "\n";
     if (after.known()) out += std::string(before && before->known() ? "          " : "why:      ") + "answer   " +
                               describe(after) + "\n";
-    if (r.baseline && *r.best == r.baseline->config)
-      out += "          the answer is the baseline: no configuration measured was faster by more than the noise\n";
-    else if (before && before->known() && after.known())
-      out += "          " + explain_speedup(*before, after) + "\n";
-    if (r.baseline && *r.best != r.baseline->config)
-      if (const std::string top = biggest_gain(r.knobs); !top.empty()) out += "          " + top + "\n";
+    for (const std::string& line : what_moved(r)) out += "          " + line + "\n";
   } else {
     out += "answer:   none yet: no configuration ran successfully\n";
   }

@@ -24,6 +24,12 @@ TrainingChange training_change(const Assignment& baseline, const Assignment& ans
   return c;
 }
 
+std::optional<TrainingChange> training_change(const Spec& spec, const Study& r) {
+  if (!r.baseline || !r.best) return std::nullopt;
+  return training_change(spec.space.to_assignment(r.baseline->config), spec.space.to_assignment(*r.best),
+                         spec.effective_batch.has_value(), spec.ranks);
+}
+
 std::vector<std::string> describe(const TrainingChange& c) {
   std::vector<std::string> out;
   if (c.batch_changed()) {

@@ -9,6 +9,8 @@
 #include <vector>
 
 #include "search/value.hpp"
+#include "tuner/spec.hpp"
+#include "tuner/study.hpp"
 
 namespace autotune {
 
@@ -29,6 +31,10 @@ struct TrainingChange {
 
 TrainingChange training_change(const Assignment& baseline, const Assignment& answer, bool pinned,
                                std::int64_t ranks = 1);
+
+// The study's answer against its baseline, under the spec's pin and ranks;
+// none without both.
+std::optional<TrainingChange> training_change(const Spec& spec, const Study& r);
 
 // One line each for the effective batch and, when it changed, the precision:
 //   "effective batch 32 -> 256 (8x the samples per optimizer step): ..."
