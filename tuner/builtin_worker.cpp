@@ -2,21 +2,14 @@
 
 #include <unistd.h>
 
-#include <atomic>
-#include <chrono>
 #include <cstdlib>
-#include <fstream>
 #include <iostream>
-#include <sstream>
-#include <thread>
-#include <vector>
-
-#include <fmt/format.h>
 
 #include "tuner/journal.hpp"
 #include "tuner/wire.hpp"
-
-extern char** environ;
+#include "workloads/atomic_file.hpp"
+#include "workloads/command.hpp"
+#include "workloads/subprocess.hpp"
 
 namespace autotune {
 namespace {
@@ -48,24 +41,10 @@ OptionValue option_from_json(const nlohmann::json& j, OptionType type) {
 // The autotune executable: this process when it is autotune, else the one
 // beside it or one folder up (a test binary in build/tests).
 std::filesystem::path autotune_program() {
-  std::error_code ec;
-  const auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
-  if (ec) return {};
-  if (exe.filename() == "autotune") return exe;
-  for (const auto& p : {exe.parent_path() / "autotune", exe.parent_path().parent_path() / "autotune"})
-    if (std::filesystem::is_regular_file(p, ec) && ::access(p.c_str(), X_OK) == 0) return p;
-  return {};
-}
-
-double wall_now() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
-
-void write_atomically(const std::filesystem::path& path, const std::string& text) {
-  const std::filesystem::path tmp = path.string() + ".tmp";
-  std::ofstream(tmp, std::ios::binary | std::ios::trunc) << text;
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
+  return beside_program({"autotune", "../autotune"}, [](const std::filesystem::path& p) {
+    std::error_code ec;
+    return std::filesystem::is_regular_file(p, ec) && ::access(p.c_str(), X_OK) == 0;
+  });
 }
 
 std::string env_or_empty(const char* name) {
@@ -92,40 +71,9 @@ WorkerTrial trial_from_environment() {
   t.ctx.stop_below = c.at("stop_below").get<double>();
   // Started when the tuner's slot took the trial: the first trial's
   // startup_seconds include this process's start, the module and the context.
-  const std::string start = env_or_empty("AUTOTUNE_TRIAL_START");
-  if (!start.empty()) {
-    const double ago = std::max(0.0, wall_now() - std::stod(start));
-    t.ctx.started = std::chrono::steady_clock::now() -
-                    std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(ago));
-  }
+  if (const std::string start = env_or_empty("AUTOTUNE_TRIAL_START"); !start.empty())
+    t.ctx.started = trial_start_from(start);
   return t;
-}
-
-// Waits for the tuner's next message: true with the next trial's AUTOTUNE_*
-// set in this process's environment, false when told to stop (or orphaned).
-bool next_trial(const std::filesystem::path& dir) {
-  const auto next = dir / "next.json";
-  std::error_code ec;
-  while (true) {
-    if (std::filesystem::exists(next, ec)) {
-      std::ifstream in(next);
-      std::stringstream ss;
-      ss << in.rdbuf();
-      std::filesystem::remove(next, ec);
-      const auto message = nlohmann::json::parse(ss.str());
-      std::vector<std::string> old;
-      for (char** e = environ; *e; ++e) {
-        const std::string kv(*e);
-        if (kv.rfind("AUTOTUNE_", 0) == 0) old.push_back(kv.substr(0, kv.find('=')));
-      }
-      for (const auto& k : old)
-        if (k != "AUTOTUNE_WARM_DIR") ::unsetenv(k.c_str());
-      for (const auto& [k, v] : message.at("env").items()) ::setenv(k.c_str(), v.get<std::string>().c_str(), 1);
-      return true;
-    }
-    if (std::filesystem::exists(dir / "stop", ec) || ::getppid() == 1) return false;
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
 }
 
 }  // namespace
@@ -149,7 +97,6 @@ std::optional<BuiltinWorker> builtin_worker_for(const Spec& spec) {
 
 ExternalCommand builtin_worker_command(const BuiltinWorker& worker, const Assignment& config,
                                        const TrialContext& ctx) {
-  static std::atomic<unsigned> counter{0};
   ExternalCommand cmd;
   cmd.argv = {worker.program.string(), kWorkerArgument};
   cmd.warm = true;
@@ -163,14 +110,8 @@ ExternalCommand builtin_worker_command(const BuiltinWorker& worker, const Assign
                                         {"slot", ctx.slot},
                                         {"stop_below", ctx.stop_below}}
                              .dump();
-  cmd.env["AUTOTUNE_TRIAL"] = std::to_string(ctx.trial);
-  const double started_ago = seconds_between(ctx.started, std::chrono::steady_clock::now());
-  cmd.env["AUTOTUNE_TRIAL_START"] = fmt::format("{:.6f}", wall_now() - started_ago);
-  std::error_code ec;
-  auto dir = std::filesystem::temp_directory_path(ec);
-  if (ec) dir = "/tmp";
-  cmd.result_file = dir / fmt::format("autotune-{}-{}-{}.outcome", ::getpid(), ctx.trial, counter++);
-  cmd.env["AUTOTUNE_RESULT"] = cmd.result_file.string();
+  add_trial_identity(cmd, ctx);
+  use_temp_result_file(cmd, ctx, ".outcome");
   return cmd;
 }
 
@@ -207,8 +148,8 @@ int run_builtin_worker() {
     else
       std::cout << outcome_wire_line(o) << std::endl;
     if (warm_dir.empty()) return 0;
-    write_atomically(std::filesystem::path(warm_dir) / ("ready-" + env_or_empty("AUTOTUNE_TRIAL")), "");
-    if (!next_trial(warm_dir)) return 0;
+    warm_trial_over(warm_dir, env_or_empty("AUTOTUNE_TRIAL"));
+    if (!warm_next_trial(warm_dir)) return 0;
   }
 }
 

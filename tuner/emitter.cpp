@@ -3,18 +3,14 @@
 #include "tuner/same_training.hpp"
 #include "tuner/tuning_time.hpp"
 
-#include <fcntl.h>
-#include <unistd.h>
-
-#include <cerrno>
 #include <cmath>
-#include <cstring>
 #include <map>
 #include <stdexcept>
 
 #include <yaml-cpp/yaml.h>
 
 #include "search/knobs.hpp"
+#include "workloads/atomic_file.hpp"
 
 namespace autotune {
 namespace {
@@ -288,26 +284,7 @@ std::string render_tuned_yaml(const Spec& spec, const Study& r) {
 }
 
 void write_file_atomically(const std::filesystem::path& path, const std::string& text) {
-  const auto dir = path.has_parent_path() ? path.parent_path() : std::filesystem::path(".");
-  std::filesystem::create_directories(dir);
-  const auto tmp = dir / ("." + path.filename().string() + ".tmp." + std::to_string(::getpid()));
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) throw std::runtime_error(tmp.string() + ": cannot write: " + std::strerror(errno));
-  std::size_t done = 0;
-  while (done < text.size()) {
-    ssize_t n = ::write(fd, text.data() + done, text.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      const std::string why = std::strerror(errno);
-      ::close(fd);
-      std::filesystem::remove(tmp);
-      throw std::runtime_error(tmp.string() + ": write failed: " + why);
-    }
-    done += static_cast<std::size_t>(n);
-  }
-  ::fsync(fd);
-  ::close(fd);
-  std::filesystem::rename(tmp, path);
+  if (std::string why; !write_atomically(path, text, &why)) throw std::runtime_error(why);
 }
 
 void write_tuned_yaml(const Spec& spec, const Study& result, const std::filesystem::path& path) {

@@ -169,19 +169,52 @@ std::string exec_form(std::string_view text) {
   return out;
 }
 
+std::filesystem::path beside_program(std::initializer_list<std::string_view> relative,
+                                     const std::function<bool(const std::filesystem::path&)>& usable) {
+  std::error_code ec;
+  const auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (ec) return {};
+  for (std::string_view r : relative)
+    if (const auto p = exe.parent_path() / r; usable(p)) return std::filesystem::weakly_canonical(p, ec);
+  return {};
+}
+
 std::filesystem::path trial_helper_dir() {
-  static const std::filesystem::path found = [] {
-    std::error_code ec;
-    const auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
-    if (ec) return std::filesystem::path();
-    const auto bin = exe.parent_path();
-    // Beside the binary in the build tree, one up for the test binaries
-    // (build/tests), and the installed share folder.
-    for (const auto& dir : {bin / "python", bin.parent_path() / "python", bin.parent_path() / "share/autotune/python"})
-      if (std::filesystem::exists(dir / "autotune_trial.py", ec)) return std::filesystem::weakly_canonical(dir, ec);
-    return std::filesystem::path();
-  }();
+  // Beside the binary in the build tree, one up for the test binaries
+  // (build/tests), and the installed share folder.
+  static const std::filesystem::path found =
+      beside_program({"python", "../python", "../share/autotune/python"}, [](const std::filesystem::path& dir) {
+        std::error_code ec;
+        return std::filesystem::exists(dir / "autotune_trial.py", ec);
+      });
   return found;
+}
+
+namespace {
+double wall_clock_now() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+}  // namespace
+
+void add_trial_identity(ExternalCommand& cmd, const TrialContext& ctx) {
+  cmd.env["AUTOTUNE_TRIAL"] = std::to_string(ctx.trial);
+  const double started_ago = seconds_between(ctx.started, std::chrono::steady_clock::now());
+  cmd.env["AUTOTUNE_TRIAL_START"] = fmt::format("{:.6f}", wall_clock_now() - started_ago);
+}
+
+std::chrono::steady_clock::time_point trial_start_from(const std::string& unix_seconds) {
+  const double ago = std::max(0.0, wall_clock_now() - std::stod(unix_seconds));
+  return std::chrono::steady_clock::now() -
+         std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(ago));
+}
+
+void use_temp_result_file(ExternalCommand& cmd, const TrialContext& ctx, std::string_view suffix) {
+  static std::atomic<unsigned> counter{0};
+  std::error_code ec;
+  auto dir = std::filesystem::temp_directory_path(ec);
+  if (ec) dir = "/tmp";
+  cmd.result_file = dir / fmt::format("autotune-{}-{}-{}{}", ::getpid(), ctx.trial, counter++, suffix);
+  cmd.env["AUTOTUNE_RESULT"] = cmd.result_file.string();
 }
 
 std::string autotune_env_name(const std::string& parameter) {
@@ -203,7 +236,6 @@ CommandWorkload::CommandWorkload(const Options& options, const WorkloadEnv& env)
 
 std::optional<ExternalCommand> CommandWorkload::external_command(const Assignment& config,
                                                                  const TrialContext& ctx) const {
-  static std::atomic<unsigned> counter{0};
   ExternalCommand cmd;
   // A simple command is exec'd by the shell, so nothing stands between the
   // tuner and the job: its signal, its exit status and PR_SET_PDEATHSIG reach
@@ -214,13 +246,7 @@ std::optional<ExternalCommand> CommandWorkload::external_command(const Assignmen
   cmd.cwd = m_cwd;
   cmd.env = m_env;
   for (const auto& [name, value] : config.items()) cmd.env[autotune_env_name(name)] = to_string(value);
-  cmd.env["AUTOTUNE_TRIAL"] = std::to_string(ctx.trial);
-  // When the trial started, wall clock (Unix seconds): autotune_trial reports
-  // the seconds from here to the first step as startup_seconds (the shell, a
-  // launcher, Python's imports, CUDA's start, the workers).
-  const double started_ago = seconds_between(ctx.started, std::chrono::steady_clock::now());
-  cmd.env["AUTOTUNE_TRIAL_START"] = fmt::format(
-      "{:.6f}", std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count() - started_ago);
+  add_trial_identity(cmd, ctx);
   // Racing: the script may stop once it is surely slower (autotune_trial does).
   if (ctx.stop_below > 0) cmd.env["AUTOTUNE_STOP_BELOW"] = fmt::format("{:.6g}", ctx.stop_below);
   // `import autotune_trial` works in every trial with no install step.
@@ -237,13 +263,10 @@ std::optional<ExternalCommand> CommandWorkload::external_command(const Assignmen
     cmd.keep_result_file = true;
     std::error_code ec;
     std::filesystem::create_directories(ctx.log_dir, ec);
+    cmd.env["AUTOTUNE_RESULT"] = cmd.result_file.string();
   } else {
-    std::error_code ec;
-    auto dir = std::filesystem::temp_directory_path(ec);
-    if (ec) dir = "/tmp";
-    cmd.result_file = dir / fmt::format("autotune-{}-{}-{}.result.json", ::getpid(), ctx.trial, counter++);
+    use_temp_result_file(cmd, ctx, ".result.json");
   }
-  cmd.env["AUTOTUNE_RESULT"] = cmd.result_file.string();
   cmd.exit_grace_s = m_exit_grace_s;
   cmd.warm = m_warm;
   return cmd;

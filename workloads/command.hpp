@@ -19,6 +19,9 @@
 // simple command is exec'd by the shell (exec_form), so the trial's own
 // signal reaches the runner; otherwise the shell's report (128+N and its
 // message) is read back as the signal (workloads/failure_reading.hpp).
+#include <chrono>
+#include <functional>
+#include <initializer_list>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -47,11 +50,29 @@ struct CommandTemplate {
 // a subshell, a compound command or a shell built-in (`cd x && python3 ...`).
 std::string exec_form(std::string_view text);
 
+// The first of `relative` (paths from the running program's folder, e.g.
+// "python", "../share/autotune/python") that `usable` accepts, canonical;
+// empty when none is.
+std::filesystem::path beside_program(std::initializer_list<std::string_view> relative,
+                                     const std::function<bool(const std::filesystem::path&)>& usable);
+
 // The folder holding autotune_trial.py, the Python trial helper: beside the
 // binary (build/python), one folder up (for build/tests), or the installed
 // share/autotune/python. Empty when not found. Every command trial gets it at
 // the front of PYTHONPATH.
 std::filesystem::path trial_helper_dir();
+
+// What every external trial is told of itself: AUTOTUNE_TRIAL (its number)
+// and AUTOTUNE_TRIAL_START, when it started (ctx.started) on the wall clock
+// in Unix seconds: a job reports the seconds from there to its first step as
+// startup_seconds (the shell, a launcher, imports, CUDA's start, workers).
+void add_trial_identity(ExternalCommand& cmd, const TrialContext& ctx);
+// The other side: AUTOTUNE_TRIAL_START's text as a steady-clock time point.
+std::chrono::steady_clock::time_point trial_start_from(const std::string& unix_seconds);
+
+// A result file of the trial's own in the temporary folder
+// (autotune-<pid>-<trial>-<n><suffix>), named in AUTOTUNE_RESULT.
+void use_temp_result_file(ExternalCommand& cmd, const TrialContext& ctx, std::string_view suffix);
 
 // "batch_size" -> "AUTOTUNE_BATCH_SIZE" (non-alphanumerics become '_').
 std::string autotune_env_name(const std::string& parameter);

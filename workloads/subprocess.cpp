@@ -1,5 +1,6 @@
 #include "workloads/subprocess.hpp"
 
+#include "workloads/atomic_file.hpp"
 #include "workloads/failure_reading.hpp"
 
 #include <dirent.h>
@@ -601,15 +602,43 @@ void reset_group_peaks(pid_t pgid) {
   for_each_in_group(pgid, [](const char* pid) { std::ofstream(std::string("/proc/") + pid + "/clear_refs") << "5"; });
 }
 
-// The reader never sees half a message: written beside, then renamed.
-void write_file_atomically(const std::filesystem::path& path, const std::string& text) {
-  const std::filesystem::path tmp = path.string() + ".tmp";
-  std::ofstream(tmp, std::ios::binary | std::ios::trunc) << text;
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
+// The warm protocol's files in the worker's folder (AUTOTUNE_WARM_DIR).
+constexpr const char* kWarmNext = "next.json";  // the next trial's environment, from the tuner
+constexpr const char* kWarmStop = "stop";       // no more trials
+std::filesystem::path warm_ready_file(const std::filesystem::path& dir, const std::string& trial) {
+  return dir / ("ready-" + trial);  // the worker is done with `trial`
 }
 
 }  // namespace
+
+void warm_trial_over(const std::filesystem::path& dir, const std::string& trial) {
+  write_atomically(warm_ready_file(dir, trial), "");
+}
+
+bool warm_next_trial(const std::filesystem::path& dir) {
+  const auto next = dir / kWarmNext;
+  std::error_code ec;
+  while (true) {
+    if (std::filesystem::exists(next, ec)) {
+      std::ifstream in(next);
+      std::stringstream ss;
+      ss << in.rdbuf();
+      std::filesystem::remove(next, ec);
+      const auto message = nlohmann::json::parse(ss.str());
+      std::vector<std::string> old;
+      for (char** e = environ; *e; ++e) {
+        const std::string kv(*e);
+        if (kv.rfind("AUTOTUNE_", 0) == 0) old.push_back(kv.substr(0, kv.find('=')));
+      }
+      for (const auto& k : old)
+        if (k != "AUTOTUNE_WARM_DIR") ::unsetenv(k.c_str());
+      for (const auto& [k, v] : message.at("env").items()) ::setenv(k.c_str(), v.get<std::string>().c_str(), 1);
+      return true;
+    }
+    if (std::filesystem::exists(dir / kWarmStop, ec) || ::getppid() == 1) return false;
+    ::usleep(5000);
+  }
+}
 
 ExternalRun run_external(const ExternalCommand& cmd, const std::map<std::string, std::string>& extra_env,
                          const ChildOptions& opt) {
@@ -644,7 +673,7 @@ ExternalRun WarmWorker::run(const ExternalCommand& cmd, const std::map<std::stri
     nlohmann::json env = nlohmann::json::object();
     for (const auto& [k, v] : cmd.env)
       if (k.rfind("AUTOTUNE_", 0) == 0) env[k] = v;
-    write_file_atomically(m_dir / "next.json", nlohmann::json{{"env", env}}.dump());
+    write_atomically(m_dir / kWarmNext, nlohmann::json{{"env", env}}.dump());
   } else {
     std::error_code ec;
     const auto base = std::filesystem::temp_directory_path(ec);
@@ -674,7 +703,7 @@ ExternalRun WarmWorker::run(const ExternalCommand& cmd, const std::map<std::stri
     }
   }
   ChildOptions watched = watched_options(cmd, opt);
-  const std::filesystem::path ready = m_dir / ("ready-" + trial);
+  const std::filesystem::path ready = warm_ready_file(m_dir, trial);
   watched.trial_done = [&ready] {
     std::error_code ec;
     return std::filesystem::exists(ready, ec);
@@ -698,7 +727,7 @@ void WarmWorker::stop() {
   if (m_pid > 0) {
     // Asked first (trials() returns and the script ends as it would),
     // then its group killed; reaped either way.
-    write_file_atomically(m_dir / "stop", "");
+    write_atomically(m_dir / kWarmStop, "");
     const auto t0 = Clock::now();
     int status = 0;
     while (::waitpid(m_pid, &status, WNOHANG) == 0 && since(t0) < 2.0) ::usleep(10000);

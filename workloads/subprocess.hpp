@@ -101,6 +101,15 @@ class WarmWorker {
   bool m_release = false;
 };
 
+// The worker's side of that protocol, for a worker written in C++ (the
+// built-in harness's `autotune __worker`; autotune_trial.trials() is the
+// Python one): warm_trial_over() says trial `trial` is over (its result
+// written); warm_next_trial() then waits for the next trial and sets its
+// AUTOTUNE_* environment in this process (the old trial's unset), or
+// returns false when told to stop or orphaned.
+void warm_trial_over(const std::filesystem::path& dir, const std::string& trial);
+bool warm_next_trial(const std::filesystem::path& dir);
+
 // The classification every external trial shares: could not start -> error,
 // timeout -> timeout, cancelled -> timeout, SIGKILL not sent by the runner ->
 // host_oom, other signals -> crash. nullopt when the program exited by itself
