@@ -44,8 +44,7 @@ void explain_answer(Study& s, const SearchSpace& space, const ExplainMeasure& me
   const Config& base = s.baseline->config;
   if (answer == base) return;
   const Outcome measured = *s.best_outcome;
-  Config simpler = answer;
-  bool any = false;
+  Config simpler = answer;  // the answer with every knob put back that goes back
   std::vector<std::pair<Config, Outcome>> seen;  // this call's measurements, each asked for once
   for (std::size_t d = 0; d < space.dims(); ++d) {
     if (answer[d] == base[d]) continue;
@@ -54,38 +53,32 @@ void explain_answer(Study& s, const SearchSpace& space, const ExplainMeasure& me
                 to_string(p.values[static_cast<std::size_t>(answer[d])]), std::nullopt, "", false};
     Config back = answer;
     back[d] = base[d];
-    if (ignores(measured, p.name) && space.is_valid(back)) {
+    const auto put_back = [&](const std::string& why) {
       row.put_back = true;
-      row.note = fmt::format("no effect here: the workload ignores it; kept at {}", row.baseline);
+      row.note = fmt::format("{}; kept at {}", why, row.baseline);
       simpler[d] = base[d];
-      any = true;
-      s.knobs.push_back(std::move(row));
-      continue;
-    }
-    std::optional<Outcome> o;
-    if (space.is_valid(back)) o = measure(back);
-    if (o) seen.emplace_back(back, *o);
+    };
     if (!space.is_valid(back)) {
       row.note = "cannot be put back alone: a rule ties it to another knob";
-    } else if (!o) {
+    } else if (ignores(measured, p.name)) {
+      put_back("no effect here: the workload ignores it");
+    } else if (const std::optional<Outcome> o = measure(back); !o) {
       row.note = "not measured";
-    } else if (!o->ok()) {
-      row.note = fmt::format("with the baseline's value the answer is {}", to_string(o->status));
     } else {
-      // Only a gain beyond the noise keeps a change; one within it, or a
-      // loss, goes back to the baseline's value.
-      row.worth = measured.throughput / o->throughput - 1.0;
-      const bool noise = within_noise(measured, *o);
-      if (noise || *row.worth < 0) {
-        row.put_back = true;
-        row.note = fmt::format("{}; kept at {}", noise ? "within noise" : "slower with it", row.baseline);
-        simpler[d] = base[d];
-        any = true;
+      seen.emplace_back(back, *o);
+      if (!o->ok()) {
+        row.note = fmt::format("with the baseline's value the answer is {}", to_string(o->status));
+      } else {
+        // Only a gain beyond the noise keeps a change; one within it, or a
+        // loss, goes back to the baseline's value.
+        row.worth = measured.throughput / o->throughput - 1.0;
+        const bool noise = within_noise(measured, *o);
+        if (noise || *row.worth < 0) put_back(noise ? "within noise" : "slower with it");
       }
     }
     s.knobs.push_back(std::move(row));
   }
-  if (!any) return;
+  if (simpler == answer) return;  // nothing goes back
   // The answer as emitted is a configuration that was measured.
   std::optional<Outcome> o;
   for (const auto& [c, m] : seen)
@@ -105,22 +98,17 @@ void explain_answer(Study& s, const SearchSpace& space, const ExplainMeasure& me
     s.best_outcome = *o;
     return;
   }
-  if (slower) {
-    for (KnobRow& row : s.knobs)
-      if (row.put_back) {
-        row.put_back = false;
-        row.note = fmt::format("each alone within noise, but with all of them put back the answer measured {:.1f} "
-                               "against {:.1f}; kept",
-                               o->throughput, measured.throughput);
-      }
-    return;
-  }
+  // The answer stays as measured: every knob it moved is kept.
+  const std::string kept =
+      slower ? fmt::format("each alone within noise, but with all of them put back the answer measured {:.1f} "
+                           "against {:.1f}; kept",
+                           o->throughput, measured.throughput)
+      : o    ? fmt::format("within noise, but with all of them put back the answer is {}; kept", to_string(o->status))
+             : std::string("within noise, but the answer with them put back was not measured; kept");
   for (KnobRow& row : s.knobs)
     if (row.put_back) {
       row.put_back = false;
-      row.note = o ? fmt::format("within noise, but with all of them put back the answer is {}; kept",
-                                 to_string(o->status))
-                   : "within noise, but the answer with them put back was not measured; kept";
+      row.note = kept;
     }
 }
 
