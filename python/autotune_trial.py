@@ -1224,6 +1224,11 @@ def _accepted(kw, cls, what):
     return {k: v for k, v in kw.items() if k in params}
 
 
+# loader_arguments' keywords under TrainingArguments' names.
+_HF_LOADER_KEYS = {"batch_size": "per_device_train_batch_size", "num_workers": "dataloader_num_workers",
+                   "pin_memory": "dataloader_pin_memory", "prefetch_factor": "dataloader_prefetch_factor"}
+
+
 def training_arguments(p):
     """Keywords for Hugging Face ``TrainingArguments`` from the trial's knobs
     in `p` (only those present)::
@@ -1254,19 +1259,13 @@ def training_arguments(p):
     said so); the precision check then reports what ran.
     """
     p = p or {}
-    kw = {}
-    if "batch_size" in p:
-        kw["per_device_train_batch_size"] = int(p["batch_size"])
+    kw = {_HF_LOADER_KEYS[k]: v for k, v in loader_arguments(p).items()}
+    if kw.get("dataloader_num_workers", 0) > 0 and "dataloader_prefetch_factor" not in kw:
+        prefetch = _loader_prefetch_default()
+        if prefetch is not None:
+            kw["dataloader_prefetch_factor"] = prefetch
     if "grad_accum" in p:
         kw["gradient_accumulation_steps"] = int(p["grad_accum"])
-    if "num_workers" in p:
-        workers = int(p["num_workers"])
-        kw["dataloader_num_workers"] = workers
-        prefetch = p.get("prefetch_factor") or _loader_prefetch_default()
-        if workers > 0 and prefetch is not None:
-            kw["dataloader_prefetch_factor"] = int(prefetch)
-    if "pin_memory" in p:
-        kw["dataloader_pin_memory"] = bool(p["pin_memory"])
     precision = _precision(p)
     if precision is not None:
         kw.update(fp16=precision == "fp16", bf16=precision == "bf16", tf32=precision == "tf32" and _tf32_gpu())
