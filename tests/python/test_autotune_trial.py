@@ -558,17 +558,22 @@ class RealDataLoader(unittest.TestCase):
         self.assertGreater(workers.result["ram_bytes"], inline.result["ram_bytes"], "workers' memory counted")
 
 
+def restore_modules(saved):
+    """sys.modules as `saved` had them: a module absent then is removed."""
+    for k, v in saved.items():
+        if v is None:
+            sys.modules.pop(k, None)
+        else:
+            sys.modules[k] = v
+
+
 class Callbacks(unittest.TestCase):
     def setUp(self):
         self.saved = {k: sys.modules.get(k) for k in ("transformers", "lightning", "lightning.pytorch",
                                                       "pytorch_lightning")}
 
     def tearDown(self):
-        for k, v in self.saved.items():
-            if v is None:
-                sys.modules.pop(k, None)
-            else:
-                sys.modules[k] = v
+        restore_modules(self.saved)
         for name in ("HFCallback", "LightningCallback"):
             autotune_trial.__dict__.pop(name, None)
 
@@ -702,11 +707,7 @@ class Arguments(unittest.TestCase):
             sys.modules[k] = None
 
     def tearDown(self):
-        for k, v in self.saved.items():
-            if v is None:
-                sys.modules.pop(k, None)
-            else:
-                sys.modules[k] = v
+        restore_modules(self.saved)
 
     def test_training_arguments(self):
         ta = autotune_trial.training_arguments
