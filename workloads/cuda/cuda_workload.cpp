@@ -240,10 +240,9 @@ class CudaWorkload final : public Workload {
     const double ram_baseline = current_host_bytes();
     Stream compute;
     // The cuBLAS handle outlives the trial (a warm worker serves the next one
-    // with it: its set-up and workspace are paid once per process); it is
-    // unbound from this trial's stream before that stream goes.
+    // with it: its set-up is paid once per process); it is unbound from this
+    // trial's stream and workspace (GpuMlp's) before they go.
     if (!m_blas || m_blas_device != device) {
-      m_blas.reset();
       m_blas.emplace();
       m_blas_device = device;
     }
