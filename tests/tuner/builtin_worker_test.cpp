@@ -12,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "tests/support/test_dir.hpp"
 #include "tests/support/journal_records.hpp"
 #include "tests/support/shell.hpp"
 
@@ -22,10 +23,7 @@ namespace fs = std::filesystem;
 class BuiltinWorker : public ::testing::Test {
  protected:
   void SetUp() override {
-    m_dir = fs::temp_directory_path() / ("autotune_builtin_" + std::to_string(::getpid()) + "_" +
-                                         ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(m_dir);
-    fs::create_directories(m_dir);
+    m_dir = autotune::testing::fresh_test_dir("builtin");
   }
   void TearDown() override { fs::remove_all(m_dir); }
 

@@ -12,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "tests/support/test_dir.hpp"
 #include "tests/support/shell.hpp"
 #include <chrono>
 #include <cstdio>
@@ -38,10 +39,7 @@ CliRun run(const std::string& args) {
 class Cli : public ::testing::Test {
  protected:
   void SetUp() override {
-    m_dir = fs::temp_directory_path() / ("autotune_cli_" + std::to_string(::getpid()) + "_" +
-                                         ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(m_dir);
-    fs::create_directories(m_dir);
+    m_dir = autotune::testing::fresh_test_dir("cli");
   }
   void TearDown() override { fs::remove_all(m_dir); }
 

@@ -14,6 +14,8 @@
 #include "tuner/journal.hpp"
 #include "tuner/tune.hpp"
 
+#include "tests/support/test_dir.hpp"
+
 namespace autotune {
 namespace {
 
@@ -53,11 +55,7 @@ TEST(ConfirmRows, ChoosesTheBestMeanAmongCandidatesThatHeldUp) {
 class ConfirmRun : public ::testing::Test {
  protected:
   void SetUp() override {
-    m_dir = std::filesystem::temp_directory_path() /
-            ("autotune_confirm_test_" + std::to_string(::getpid()) + "_" +
-             ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    std::filesystem::remove_all(m_dir);
-    std::filesystem::create_directories(m_dir);
+    m_dir = autotune::testing::fresh_test_dir("confirm_test");
     clear_interrupt();
   }
   void TearDown() override { std::filesystem::remove_all(m_dir); }

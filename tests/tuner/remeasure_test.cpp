@@ -14,6 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "tests/support/test_dir.hpp"
 #include "tests/support/journal_records.hpp"
 #include "tests/support/shell.hpp"
 
@@ -30,10 +31,7 @@ std::string fmt_ratio(double x) {
 class Remeasure : public ::testing::Test {
  protected:
   void SetUp() override {
-    m_dir = fs::temp_directory_path() / ("autotune_remeasure_" + std::to_string(::getpid()) + "_" +
-                                         ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(m_dir);
-    fs::create_directories(m_dir);
+    m_dir = autotune::testing::fresh_test_dir("remeasure");
   }
   void TearDown() override { fs::remove_all(m_dir); }
 

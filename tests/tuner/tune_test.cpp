@@ -22,6 +22,8 @@
 #include "workloads/synthetic.hpp"
 #include "workloads/workloads.hpp"
 
+#include "tests/support/test_dir.hpp"
+
 namespace autotune {
 namespace {
 
@@ -31,11 +33,7 @@ Value S(const char* s) { return Value{std::string(s)}; }
 class TuneTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    m_dir = std::filesystem::temp_directory_path() /
-            ("autotune_tune_test_" + std::to_string(::getpid()) + "_" +
-             ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    std::filesystem::remove_all(m_dir);
-    std::filesystem::create_directories(m_dir);
+    m_dir = autotune::testing::fresh_test_dir("tune_test");
     clear_interrupt();
   }
   void TearDown() override { std::filesystem::remove_all(m_dir); }

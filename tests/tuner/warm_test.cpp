@@ -18,6 +18,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "tests/support/test_dir.hpp"
 #include "tests/support/journal_records.hpp"
 #include "tests/support/shell.hpp"
 
@@ -73,9 +74,7 @@ else:
 class Warm : public ::testing::Test {
  protected:
   void SetUp() override {
-    m_dir = fs::temp_directory_path() / ("autotune_warm_" + std::to_string(::getpid()) + "_" +
-                                         ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(m_dir);
+    m_dir = autotune::testing::fresh_test_dir("warm");
     fs::create_directories(m_dir / "pids");
     std::ofstream(m_dir / "job.py") << kJob;
   }
