@@ -250,6 +250,11 @@ def trials(**defaults):
     if not warm_dir:
         yield params(**defaults)
         return
+    # The environment each trial starts from: the process's, less the first
+    # trial's own variables. What a trial's body writes there (transformers
+    # sets ACCELERATE_MIXED_PRECISION from TrainingArguments, and accelerate
+    # reads it back when the next trial's arguments ask for fp32) goes with it.
+    started_with = {k: v for k, v in os.environ.items() if not _trial_variable(k)}
     while True:
         kept = set(_descendants(os.getpid()))  # children from before the trial (not its loader's)
         yield params(**defaults)
@@ -259,10 +264,24 @@ def trials(**defaults):
         message = _next_trial(warm_dir)
         if message is None:
             return
-        for key in [k for k in os.environ if k.startswith("AUTOTUNE_") and k != "AUTOTUNE_WARM_DIR"]:
-            del os.environ[key]
+        _restore_environment(started_with)
         os.environ.update({k: str(v) for k, v in message["env"].items()})
         _reset_peaks()  # the first trial keeps the start-up's peak: it paid it, as a cold trial does
+
+
+def _trial_variable(name):
+    """Whether autotune sets `name` for each trial (the warm folder stays)."""
+    return name.startswith("AUTOTUNE_") and name != "AUTOTUNE_WARM_DIR"
+
+
+def _restore_environment(started_with):
+    """os.environ back to `started_with`: what a trial added goes, what it
+    changed or removed comes back."""
+    for key in [k for k in os.environ if k not in started_with]:
+        del os.environ[key]
+    for key, value in started_with.items():
+        if os.environ.get(key) != value:
+            os.environ[key] = value
 
 
 def _write_atomically(path, text):

@@ -1020,6 +1020,43 @@ class ThroughAutotune(unittest.TestCase):
             self.assertEqual(left.stdout.strip(), "", "processes left behind")
             self.assertIn("1 warm worker for 20 trials", p.stdout)
 
+    def test_each_warm_trial_starts_from_the_environment_the_process_started_with(self):
+        # transformers writes ACCELERATE_MIXED_PRECISION=bf16 into the
+        # environment during a bf16 trial; kept, accelerate would run the next
+        # trial's fp32 in bf16. Each trial here adds, changes and removes a
+        # variable and records what it found first.
+        if not os.environ.get("AUTOTUNE_BINARY"):
+            self.skipTest("AUTOTUNE_BINARY not set (ctest sets it)")
+        with tempfile.TemporaryDirectory() as d:
+            p = tune_in(d, """
+                    import json, os
+                    import autotune_trial
+
+                    os.environ["JOB_KEPT"] = "from the script"
+                    os.environ["JOB_CHANGED"] = "before"
+                    for p in autotune_trial.trials(batch_size=8):
+                        seen = {k: os.environ.get(k) for k in ("JOB_ADDED", "JOB_CHANGED", "JOB_KEPT")}
+                        with open("seen.jsonl", "a") as f:
+                            f.write(json.dumps({"pid": os.getpid(), "trial": os.environ["AUTOTUNE_TRIAL"],
+                                                "seen": seen}) + "\\n")
+                        os.environ["JOB_ADDED"] = "by trial " + os.environ["AUTOTUNE_TRIAL"]
+                        os.environ["JOB_CHANGED"] = "after"
+                        del os.environ["JOB_KEPT"]
+                        with autotune_trial.Meter(p, warmup_s=0.05, max_s=0.3) as m:
+                            for _ in m.batches(iter(range(10**9))):
+                                pass
+                """, "space:\n  batch_size: [8, 16, 32]\nsearch: {strategy: grid}\n", workload_extra=", warm: true")
+            self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+            with open(os.path.join(d, "tuned.journal.jsonl")) as f:
+                finished = [json.loads(line) for line in f if '"finish"' in line]
+            self.assertEqual([t["status"] for t in finished], ["ok"] * 3, finished)
+            with open(os.path.join(d, "seen.jsonl")) as f:
+                rows = [json.loads(line) for line in f]
+            self.assertEqual([r["trial"] for r in rows], ["1", "2", "3"])
+            self.assertEqual(len({r["pid"] for r in rows}), 1, "the trials share one process")
+            for r in rows:
+                self.assertEqual(r["seen"], {"JOB_ADDED": None, "JOB_CHANGED": "before", "JOB_KEPT": "from the script"})
+
     def test_a_command_trial_imports_the_helper_with_no_install_step(self):
         if not os.environ.get("AUTOTUNE_BINARY"):
             self.skipTest("AUTOTUNE_BINARY not set (ctest sets it)")

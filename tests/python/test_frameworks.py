@@ -137,11 +137,13 @@ class HuggingFace(unittest.TestCase):
         # fp32 and bf16 (CPU autocast), one process for the trials that
         # succeed. On a CPU fp16 is refused by transformers itself and tf32
         # runs fp32: both `error`, the first in transformers' words, the second
-        # in the helper's.
+        # in the helper's. bf16 comes last, so that fp32 at one worker runs in
+        # the process that ran bf16 (whose TrainingArguments had set
+        # ACCELERATE_MIXED_PRECISION=bf16 in the environment).
         with tempfile.TemporaryDirectory() as d:
             p, finished = tune(d, HF_JOB, """
                 num_workers: [0, 1]
-                precision: [fp32, bf16, fp16, tf32]
+                precision: [fp32, fp16, tf32, bf16]
             """, warm=True)
             self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
             self.assertEqual(len(finished), 8, finished)
