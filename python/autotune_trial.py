@@ -1209,8 +1209,17 @@ def _tf32_gpu():
 
 
 def _matmul_tf32():
+    """Whether CUDA float32 matmuls may run in TF32. torch 2.9 and later say it
+    in fp32_precision ("none" defers to torch.backends'), and raise on the
+    legacy allow_tf32 flag once the new setting was used (transformers 5
+    uses it), so the new one is read first."""
     torch = _torch()
     try:
+        new = getattr(torch.backends.cuda.matmul, "fp32_precision", None)
+        if new == "none":
+            new = getattr(torch.backends, "fp32_precision", None)
+        if new in ("tf32", "ieee"):
+            return new == "tf32"
         with warnings.catch_warnings():  # torch 2.9 deprecates the flag in favour of fp32_precision
             warnings.simplefilter("ignore")
             return bool(torch.backends.cuda.matmul.allow_tf32)
@@ -1447,6 +1456,19 @@ def _hf_args_precision(args):
     return "tf32" if device == "cuda" and _matmul_tf32() and _tf32_gpu() else "fp32"
 
 
+def _unwrap_autocast(model):
+    """Under warm trials, undoes the autocast that accelerate wrapped `model`'s
+    forward in for a mixed-precision trial: a model built once and reused
+    would run the next trial's fp32 in that precision."""
+    if model is None or not os.environ.get("AUTOTUNE_WARM_DIR") or "_original_forward" not in vars(model):
+        return
+    try:
+        from accelerate.utils import extract_model_from_parallel
+        extract_model_from_parallel(model, keep_fp32_wrapper=False)
+    except Exception as e:  # the next trial's precision check will say what ran
+        print(f"autotune_trial: could not undo accelerate's autocast wrapper: {e}", file=sys.stderr)
+
+
 _SHORT_TRAINING = ("raise max_steps to {most} or more ({what}); the callback stops the training as soon as the "
                    "measurement is complete, so max_steps=10_000 costs nothing")
 
@@ -1542,9 +1564,10 @@ def _make_hf_callback():
                 self.meter.fail(reason)
             return reason is not None
 
-        def on_train_end(self, args, state, control, **kwargs):
+        def on_train_end(self, args, state, control, model=None, **kwargs):
             if self._probe is not None:
                 self._probe.remove()
+            _unwrap_autocast(model)
             if not self._reported:
                 self._reported = True
                 self.meter._end_early("the training ended", _SHORT_TRAINING.replace(

@@ -49,11 +49,18 @@ def log_ran(p, callback, device):
                             "device": device}) + "\n")
 
 
+MODELS = {}
+
+
 def hf(p):
     import transformers
-    config = transformers.BertConfig(vocab_size=8192, hidden_size=256, num_hidden_layers=4, num_attention_heads=4,
-                                     intermediate_size=1024, max_position_embeddings=SEQ, num_labels=2)
-    model = transformers.BertForSequenceClassification(config)
+    # Built once and kept across warm trials, as a model loaded from disk
+    # would be: a trial's mixed precision must not stay wrapped around it.
+    if "bert" not in MODELS:
+        config = transformers.BertConfig(vocab_size=8192, hidden_size=256, num_hidden_layers=4, num_attention_heads=4,
+                                         intermediate_size=1024, max_position_embeddings=SEQ, num_labels=2)
+        MODELS["bert"] = transformers.BertForSequenceClassification(config)
+    model = MODELS["bert"]
     callback = autotune_trial.HFCallback(p, **RULE)
     args = transformers.TrainingArguments(output_dir="out", max_steps=p.max_steps, report_to=[], save_strategy="no",
                                           logging_strategy="no", disable_tqdm=True,

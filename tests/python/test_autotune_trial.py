@@ -734,6 +734,38 @@ class Arguments(unittest.TestCase):
         one = ta({"num_workers": 1})
         self.assertEqual(one.get("dataloader_prefetch_factor"), default, "torch 1.x takes no None there")
 
+    def test_tf32_is_read_from_the_new_setting_where_the_legacy_flag_raises(self):
+        # torch 2.9 and later: after torch.backends.cuda.matmul.fp32_precision
+        # is set (transformers 5 sets it from TrainingArguments(tf32=...)),
+        # reading allow_tf32 raises "a mix of the legacy and new APIs". Seen on
+        # an H100 with torch 2.11: every tf32 trial of a Trainer read as fp32.
+        class Matmul:
+            def __init__(self, new, legacy):
+                self.fp32_precision, self._legacy = new, legacy
+
+            @property
+            def allow_tf32(self):
+                if self._legacy is None:
+                    raise RuntimeError("you have used a mix of the legacy and new APIs")
+                return self._legacy
+
+        def torch_with(new, legacy, parent=None):
+            backends = types.SimpleNamespace(cuda=types.SimpleNamespace(matmul=Matmul(new, legacy)))
+            if parent is not None:
+                backends.fp32_precision = parent
+            return types.SimpleNamespace(backends=backends)
+
+        real = autotune_trial._torch
+        try:
+            for torch_like, tf32 in ((torch_with("tf32", None), True), (torch_with("ieee", None), False),
+                                     (torch_with("none", None, parent="tf32"), True),
+                                     (torch_with(None, True), True), (torch_with(None, False), False),
+                                     (torch_with(None, None), False)):
+                autotune_trial._torch = lambda: torch_like
+                self.assertEqual(autotune_trial._matmul_tf32(), tf32, vars(torch_like.backends.cuda.matmul))
+        finally:
+            autotune_trial._torch = real
+
     def test_lightning_arguments(self):
         la = autotune_trial.lightning_arguments
         self.assertEqual(la({"grad_accum": 4, "batch_size": 8, "num_workers": 2}), {"accumulate_grad_batches": 4})
