@@ -1227,6 +1227,15 @@ def _matmul_tf32():
         return False
 
 
+def _set_matmul_tf32(on):
+    """TF32 matmuls on or off for this trial ("high" or "highest" float32
+    matmul precision), so that a warm process does not keep an earlier
+    trial's."""
+    torch = _torch()
+    if torch is not None and hasattr(torch, "set_float32_matmul_precision"):
+        torch.set_float32_matmul_precision("high" if on else "highest")
+
+
 def _loader_prefetch_default():
     """torch's DataLoader's own prefetch_factor default where it is a number:
     2 before torch 2.0, which takes only a number there; None since."""
@@ -1296,7 +1305,9 @@ def training_arguments(p):
         kw["gradient_accumulation_steps"] = int(p["grad_accum"])
     precision = _precision(p)
     if precision is not None:
-        kw.update(fp16=precision == "fp16", bf16=precision == "bf16", tf32=precision == "tf32" and _tf32_gpu())
+        tf32 = precision == "tf32" and _tf32_gpu()
+        kw.update(fp16=precision == "fp16", bf16=precision == "bf16", tf32=tf32)
+        _set_matmul_tf32(tf32)  # whatever the installed TrainingArguments does with tf32=False
     try:
         import transformers
     except ImportError:
@@ -1343,9 +1354,7 @@ def lightning_arguments(p):
         else:
             names = {"fp32": 32, "tf32": 32, "fp16": 16, "bf16": "bf16"}
         kw["precision"] = names[precision]
-        torch = _torch()
-        if torch is not None and hasattr(torch, "set_float32_matmul_precision"):
-            torch.set_float32_matmul_precision("high" if precision == "tf32" and _tf32_gpu() else "highest")
+        _set_matmul_tf32(precision == "tf32" and _tf32_gpu())
     return kw
 
 
@@ -1456,11 +1465,17 @@ def _hf_args_precision(args):
     return "tf32" if device == "cuda" and _matmul_tf32() and _tf32_gpu() else "fp32"
 
 
-def _unwrap_autocast(model):
-    """Under warm trials, undoes the autocast that accelerate wrapped `model`'s
-    forward in for a mixed-precision trial: a model built once and reused
-    would run the next trial's fp32 in that precision."""
-    if model is None or not os.environ.get("AUTOTUNE_WARM_DIR") or "_original_forward" not in vars(model):
+def _release_model(model):
+    """Under warm trials, gives back a model built once and reused as a fresh
+    process would see it: without the autocast that accelerate wrapped its
+    forward in for a mixed-precision trial (the next trial's fp32 would run
+    in it) and without accelerate's mark that it was prepared (the next
+    Trainer's accelerator would leave it as it is, without its autocast)."""
+    if model is None or not os.environ.get("AUTOTUNE_WARM_DIR"):
+        return
+    state = vars(model)
+    state.pop("_is_accelerate_prepared", None)
+    if "_original_forward" not in state:
         return
     try:
         from accelerate.utils import extract_model_from_parallel
@@ -1567,7 +1582,7 @@ def _make_hf_callback():
         def on_train_end(self, args, state, control, model=None, **kwargs):
             if self._probe is not None:
                 self._probe.remove()
-            _unwrap_autocast(model)
+            _release_model(model)
             if not self._reported:
                 self._reported = True
                 self.meter._end_early("the training ended", _SHORT_TRAINING.replace(

@@ -57,7 +57,7 @@ workload: {kind: command, command: 'python3 $REPO/bench/gpu/frameworks_job.py', 
 space:
   batch_size: [64]
   num_workers: $workers
-  precision: [fp32, tf32, fp16, bf16]
+  precision: ${PRECISIONS:-[fp32, tf32, fp16, bf16]}
 search: {strategy: grid$( [ "$job" = hf ] || echo ", remeasure: 0")}
 EOF
   (cd "$dir" && timeout 300 "$AUTOTUNE" --config space.yaml) 2>&1 | tee "$dir/autotune.txt" | tail -25

@@ -41,12 +41,12 @@ class Samples(Dataset):
         return x, i % 10
 
 
-def log_ran(p, callback, device):
+def log_ran(p, callback, device, **seen):
     probe = getattr(callback, "_probe", None)
     with open("ran.jsonl", "a") as f:
         f.write(json.dumps({"trial": os.environ.get("AUTOTUNE_TRIAL"), "asked": p.get("precision"),
                             "num_workers": p.get("num_workers"), "ran": getattr(probe, "ran", None),
-                            "device": device}) + "\n")
+                            "device": device, **seen}, default=str) + "\n")
 
 
 MODELS = {}
@@ -67,7 +67,11 @@ def hf(p):
                                           **autotune_trial.training_arguments(p))
     trainer = transformers.Trainer(model=model, args=args, train_dataset=Samples(10_000_000), callbacks=[callback])
     trainer.train()
-    log_ran(p, callback, str(args.device))
+    accelerator = getattr(trainer, "accelerator", None)
+    log_ran(p, callback, str(args.device), mixed_precision=getattr(accelerator, "mixed_precision", None),
+            native_amp=getattr(accelerator, "native_amp", None),
+            matmul=getattr(torch.backends.cuda.matmul, "fp32_precision", None),
+            model_marks=sorted(k for k in vars(model) if k.startswith("_is_") or k == "_original_forward"))
 
 
 def lightning(p):
