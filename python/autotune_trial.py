@@ -41,18 +41,22 @@ cuda harness, README "How a trial is measured"):
    prefetches on threads of its own behind such a DataLoader is not seen:
    give it ``warmup_until_drained=False``).
 2. Timed windows of at least ``window_s`` seconds (0.3) and 2 steps each.
-3. Stop when the last 5 windows' throughputs have a relative standard
-   deviation at or under ``target_rsd`` (0.05), or sooner, after 3 or 4
-   windows (``fewest_windows``: 3), when even the 90% upper bound on their
-   spread gives their mean the precision 5 windows at ``target_rsd`` give (a
-   steady job: 3 windows within 1.26%, 4 within 1.97%), or when ``max_s``
-   seconds (10, warm-up included) have passed; a window the cap cuts short
-   is dropped. Windows that spread more than that with no trend among them
-   (``stop_on_scatter``: the last 5 show no significant least-squares slope
-   over their index, two-sided 95%, after a complete warm-up) stop after 5
-   (``stopped_on_scatter: 1``): running on to the cap would report the same
-   last 5 windows. The result is the last 5 windows' samples over their
-   seconds (all of them when fewer).
+3. The timed span grows until the result is precise: stop once the windows
+   it counts give their mean rate +-``target_ci90`` (0.03) or better at 90%
+   confidence (Student t over the windows' rates; at least ``fewest_windows``,
+   3, of them: a steady job stops after 3 windows, one whose windows scatter
+   by 5% after about 10, by 10% after about 30), or when ``max_s`` seconds
+   (10, warm-up included) have passed; a window the cap cuts short is
+   dropped. The result counts every window since the warm-up unless 5 or more
+   trend (a least-squares slope over their index, two-sided 95%): then from
+   the first window on which they no longer do (``counted_from``). It is
+   their samples over their seconds; ``throughput_ci90`` is its precision,
+   ``stopped_on_precision: 1`` says the target was met, and a result stopped
+   by the cap says how precise it got. ``target_ci90=0`` gives the earlier
+   rule, the built-in harness's default: stop when the last 5 windows spread
+   by at most ``target_rsd`` (0.05), sooner when 3 or 4 already bound their
+   mean as well at 90%, or after 5 windows that scatter without a trend
+   (``stop_on_scatter``); the last 5 are averaged.
 
 Each step's time is split into waiting for the next batch (inside the
 loader's ``next``) and the rest (computing): ``data_wait_fraction`` is the
@@ -133,6 +137,7 @@ RULE = {
     "target_rsd": 0.05,
     "fewest_windows": 3,
     "stop_on_scatter": True,
+    "target_ci90": 0.03,
     "max_s": 10.0,
 }
 
@@ -590,6 +595,7 @@ class Meter:
         self._timed_steps = 0
         self._stopped_by_rsd = False
         self._stopped_on_scatter = False
+        self._stopped_on_precision = False
         # Racing: the tuner's bar (samples/s) in AUTOTUNE_STOP_BELOW; a trial
         # surely below it stops early and reports raced (the harness's rule).
         if stop_below is None:
@@ -758,14 +764,17 @@ class Meter:
                 self._spans.append((w[4], now + self._paused_total))
             k = r["rsd_windows"]
             all_rates = [s / (t1 - t0) for t0, t1, s, _ in self._windows]
-            if full and spread_settled(all_rates, r["target_rsd"], k, r["fewest_windows"]):
+            if full and r["target_ci90"] and precise_enough(all_rates, r["target_ci90"], k, r["fewest_windows"]):
+                self._stopped_on_precision = True
+                self._finish(now)
+            elif full and not r["target_ci90"] and spread_settled(all_rates, r["target_rsd"], k, r["fewest_windows"]):
                 self._stopped_by_rsd = True
                 self._finish(now)
             elif full and self.stop_below and surely_below(all_rates, self.stop_below / self._ranks_summed()):
                 self._raced = True
                 self._finish(now)
-            elif (full and r["stop_on_scatter"] and self._warmup_complete and k >= 3 and len(all_rates) >= k
-                  and not drifting(all_rates[-k:])):
+            elif (full and not r["target_ci90"] and r["stop_on_scatter"] and self._warmup_complete and k >= 3
+                  and len(all_rates) >= k and not drifting(all_rates[-k:])):
                 self._stopped_on_scatter = True
                 self._finish(now)
             elif now - self._start >= r["max_s"]:
@@ -871,7 +880,11 @@ class Meter:
         self.done = True
         r = self.rule
         k = r["rsd_windows"]
-        last = self._windows[-k:]
+        if r["target_ci90"]:
+            rates = [s / (t1 - t0) for t0, t1, s, _ in self._windows]
+            last = self._windows[counted_from(rates, k):]
+        else:
+            last = self._windows[-k:]
         res = {}
         if last:
             secs = sum(t1 - t0 for t0, t1, _, _ in last)
@@ -879,7 +892,7 @@ class Meter:
             res["throughput_rsd"] = _rsd([s / (t1 - t0) for t0, t1, s, _ in last])
             res["mean_windows"] = len(last)
             if len(last) >= 2:  # +-this share of the mean at 90% confidence
-                res["throughput_ci90"] = _t95(len(last) - 1) * res["throughput_rsd"] / math.sqrt(len(last))
+                res["throughput_ci90"] = ci90([s / (t1 - t0) for t0, t1, s, _ in last])
             wait = sum(w for _, _, _, w in last)
             res["data_wait_fraction"] = min(1.0, max(0.0, wait / secs))
             res["compute_busy"] = 1.0 - res["data_wait_fraction"]
@@ -891,6 +904,12 @@ class Meter:
         res["stopped_by_rsd"] = 1 if self._stopped_by_rsd else 0
         if self._stopped_by_rsd and len(self._windows) < r["rsd_windows"]:
             res["settled_early"] = 1
+        if r["target_ci90"]:
+            res["target_ci90"] = r["target_ci90"]
+        if self._stopped_on_precision:
+            res["stopped_on_precision"] = 1
+            if len(last) <= 10:  # chosen for its low spread: the tuner reads the spread as a bound
+                res["settled_early"] = 1
         if self._stopped_on_scatter:
             res["stopped_on_scatter"] = 1
         if self._capped:
@@ -1130,7 +1149,39 @@ def spread_settled(rates, target_rsd, rsd_windows=5, fewest_windows=3):
     return bound / math.sqrt(n) <= target_rsd / math.sqrt(k)
 
 
+def counted_from(rates, rsd_windows=5):
+    """Where the windows a result counts begin (the harness's rule,
+    workloads/measure.hpp): all of them, unless 5 or more trend (drifting),
+    then from the first start whose windows to the end do not, keeping at
+    least `rsd_windows` (a warm-up effect still fading is left behind; a
+    trend to the end keeps the last `rsd_windows`)."""
+    n, k = len(rates), max(3, rsd_windows)
+    if n < k:
+        return 0
+    for start in range(n - k + 1):
+        if not drifting(rates[start:]):
+            return start
+    return n - k
+
+
+def ci90(rates):
+    """The 90% confidence half-width of the windows' mean rate, relative to
+    it (one-sided 95% t, n - 1 degrees of freedom); None under 2 windows."""
+    n = len(rates)
+    return _t95(n - 1) * _rsd(rates) / math.sqrt(n) if n >= 2 else None
+
+
+def precise_enough(rates, target_ci90, rsd_windows=5, fewest_windows=3):
+    """The stop on precision (the harness's rule, workloads/measure.hpp): the
+    windows the result counts (counted_from), at least `fewest_windows` of
+    them, give its mean rate +-target_ci90 or better at 90%."""
+    counted = rates[counted_from(rates, rsd_windows):]
+    return len(counted) >= max(3, fewest_windows) and ci90(counted) <= target_ci90
+
+
 def _stopped_by(res):
+    if res.get("stopped_on_precision"):
+        return f"stopped at +-{100 * res['target_ci90']:.3g}% (90% confidence)"
     if res.get("stopped_by_rsd"):
         return "stopped on the spread"
     if res.get("stopped_on_scatter"):
@@ -1159,7 +1210,9 @@ def summary(res):
     wait = res["data_wait_fraction"]
     bound = "loader-bound: more workers, prefetch or pinned memory may help" if wait > 0.2 else \
         "compute-bound: the loader keeps up"
-    text = (f"autotune_trial: {res['throughput']:.1f} samples/s (spread {100 * res['throughput_rsd']:.1f}% over "
+    ci = res.get("throughput_ci90")
+    text = (f"autotune_trial: {res['throughput']:.1f} samples/s "
+            f"({f'+-{100 * ci:.1f}% at 90%, ' if ci is not None else ''}spread {100 * res['throughput_rsd']:.1f}% over "
             f"{res['mean_windows']} windows, after {res['warmup_steps']} warm-up steps"
             f"{' (the queue ran dry)' if res.get('warmup_drained') else ''}"
             f"{' (the workers kept ahead)' if res.get('warmup_ahead') else ''}; "

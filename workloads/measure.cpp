@@ -31,6 +31,7 @@ std::string validate(const MeasureConfig& c) {
   if (c.rsd_windows < 2) return "rsd_windows must be at least 2";
   if (!(c.target_rsd > 0)) return "target_rsd must be positive";
   if (c.fewest_windows < 3) return "fewest_windows must be at least 3";
+  if (!(c.target_ci90 >= 0)) return "target_ci90 must be at least 0";
   if (!(c.max_seconds > 0)) return "max_seconds must be positive";
   if (!(c.warmup_floor_seconds >= 0)) return "warmup_floor_seconds must be at least 0";
   return {};
@@ -115,6 +116,25 @@ bool spread_settled(const double* rates, std::size_t n, const MeasureConfig& c) 
   return bound / std::sqrt(static_cast<double>(m)) <= c.target_rsd / std::sqrt(static_cast<double>(k));
 }
 
+std::size_t counted_from(const double* rates, std::size_t n, int rsd_windows) {
+  const auto k = static_cast<std::size_t>(std::max(3, rsd_windows));
+  if (n < k) return 0;
+  for (std::size_t start = 0; start + k <= n; ++start)
+    if (!drifting(rates + start, n - start)) return start;
+  return n - k;
+}
+
+double ci90(const double* rates, std::size_t n) {
+  if (n < 2) return 0;
+  return student_t95(static_cast<int>(n - 1)) * relative_spread(rates, n) / std::sqrt(static_cast<double>(n));
+}
+
+bool precise_enough(const double* rates, std::size_t n, const MeasureConfig& c) {
+  const std::size_t first = counted_from(rates, n, c.rsd_windows);
+  const std::size_t m = n - first;
+  return m >= static_cast<std::size_t>(std::max(3, c.fewest_windows)) && ci90(rates + first, m) <= c.target_ci90;
+}
+
 MeasureResult measure_steps(const MeasureConfig& c, const std::function<StepResult()>& step,
                             const SecondsClock& clock, const SecondsClock& cpu_clock) {
   MeasureResult r;
@@ -186,7 +206,11 @@ MeasureResult measure_steps(const MeasureConfig& c, const std::function<StepResu
       windows.push_back(w);
       rates.push_back(w.samples / w.seconds);
     }
-    if (spread_settled(rates.data(), rates.size(), c)) {
+    if (c.target_ci90 > 0 && !partial && precise_enough(rates.data(), rates.size(), c)) {
+      r.stopped_on_precision = true;
+      break;
+    }
+    if (c.target_ci90 <= 0 && spread_settled(rates.data(), rates.size(), c)) {
       r.stopped_by_rsd = true;
       r.settled_early = rates.size() < k;
       break;
@@ -195,7 +219,7 @@ MeasureResult measure_steps(const MeasureConfig& c, const std::function<StepResu
       r.raced = true;
       break;
     }
-    if (c.stop_on_scatter && r.warmup_complete && k >= 3 && rates.size() >= k && !drifting(&rates[rates.size() - k], k)) {
+    if (c.target_ci90 <= 0 && c.stop_on_scatter && r.warmup_complete && k >= 3 && rates.size() >= k && !drifting(&rates[rates.size() - k], k)) {
       r.stopped_on_scatter = true;
       break;
     }
@@ -206,8 +230,13 @@ MeasureResult measure_steps(const MeasureConfig& c, const std::function<StepResu
   if (const double wall = clock() - timed_wall0; wall > 0) r.cpu_cores = (cpu_clock() - timed_cpu0) / wall;
   r.windows = static_cast<int>(windows.size());
   if (windows.empty()) return r;
-  const std::size_t first = windows.size() > k ? windows.size() - k : 0;
+  const std::size_t first = c.target_ci90 > 0 ? counted_from(rates.data(), rates.size(), c.rsd_windows)
+                            : windows.size() > k ? windows.size() - k
+                                                 : 0;
   r.mean_windows = static_cast<int>(windows.size() - first);
+  // Chosen for its low spread (stopped as soon as it was precise enough): the
+  // tuner's racing bar reads the spread as its 90% upper bound.
+  if (r.stopped_on_precision && r.mean_windows <= kMostEarly) r.settled_early = true;
   double samples = 0, seconds = 0, busy = 0;
   for (std::size_t i = first; i < windows.size(); ++i) {
     samples += windows[i].samples;
@@ -216,6 +245,7 @@ MeasureResult measure_steps(const MeasureConfig& c, const std::function<StepResu
   }
   r.throughput = samples / seconds;
   r.throughput_rsd = relative_spread(&rates[first], rates.size() - first);
+  r.throughput_ci90 = ci90(&rates[first], rates.size() - first);
   r.busy_fraction = std::clamp(busy / seconds, 0.0, 1.0);
   return r;
 }

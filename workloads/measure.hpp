@@ -52,6 +52,14 @@
 //    most of their seconds doing that. A trend (a warm-up effect still
 //    fading, a throttling card) keeps it going to the spread stop or the cap.
 //
+//    With `target_ci90` > 0 (the autotune_trial helper's default, 0.03) the
+//    timed span grows until the result is precise instead: stop once the
+//    windows it counts (counted_from: all since the warm-up, less leading
+//    ones while 5 or more trend) give their mean rate +-target_ci90 or better
+//    at 90% (precise_enough, at least `fewest_windows` of them:
+//    stopped_on_precision), or at the cap; the result averages those windows.
+//    The spread and scatter stops are then off.
+//
 // 4. Racing (stop_below > 0, the bar the tuner sets: the incumbent's
 //    throughput, discounted): after each timed window, once there are two,
 //    the trial stops when it is below the bar with 95% confidence
@@ -92,6 +100,9 @@ struct MeasureConfig {
   // false: only the spread stop or the cap end a measurement (the rule
   // before, kept for benchmarks that compare against it).
   bool stop_on_scatter = true;
+  // > 0: the stop on precision (rule 3's last paragraph): +-this share of the
+  // mean at 90% confidence. 0: the spread and scatter stops above.
+  double target_ci90 = 0;
 };
 
 struct StepResult {
@@ -113,6 +124,7 @@ struct MeasureResult {
   bool stopped_by_rsd = false;     // false: the time cap, racing (or a failure) stopped it
   bool settled_early = false;      // stopped by the spread with fewer than rsd_windows windows
   bool stopped_on_scatter = false; // stopped after rsd_windows windows that scatter without a trend
+  bool stopped_on_precision = false;  // target_ci90 met
   bool raced = false;              // stopped early below stop_below
   bool warmup_complete = true;     // both warm-up conditions were met
   bool warmup_drained = false;     // the warm-up ended early: the queue was seen empty
@@ -126,7 +138,8 @@ struct MeasureResult {
   std::int64_t warmup_steps = 0;
   std::int64_t timed_steps = 0;    // all timed windows
   int windows = 0;
-  int mean_windows = 0;            // the windows `throughput` averages (the last rsd_windows)
+  int mean_windows = 0;            // the windows `throughput` averages (the last rsd_windows, or counted_from's)
+  double throughput_ci90 = 0;      // their mean's 90% half-width, relative; 0 under 2 windows
   double warmup_seconds = 0;
   double elapsed_seconds = 0;      // warm-up + timed
 };
@@ -165,6 +178,20 @@ bool surely_below(const double* rates, std::size_t n, double bar, double floor_r
 // and a 5% target, 3 windows stop at a 1.26% spread, 4 at 1.97%: a steady
 // job is measured in 3 windows instead of 5, a noisy one as before.
 bool spread_settled(const double* rates, std::size_t n, const MeasureConfig& c);
+
+// Where the windows a result counts begin under the stop on precision: 0 (all
+// of them) unless `rsd_windows` (at least 3) or more trend (drifting); then
+// the first start whose windows to the end do not, keeping at least
+// `rsd_windows` (a trend to the end keeps the last `rsd_windows`).
+std::size_t counted_from(const double* rates, std::size_t n, int rsd_windows);
+
+// The 90% confidence half-width of the mean of these rates, relative to it:
+// student_t95(n - 1) * relative_spread / sqrt(n). 0 for fewer than 2.
+double ci90(const double* rates, std::size_t n);
+
+// The stop on precision: the windows from counted_from, at least
+// max(3, c.fewest_windows) of them, have ci90 <= c.target_ci90.
+bool precise_enough(const double* rates, std::size_t n, const MeasureConfig& c);
 
 // Whether the windows' rates trend: the least-squares slope over their
 // index differs from 0 at 95% (two-sided Student t, n - 2 degrees of

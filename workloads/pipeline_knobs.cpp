@@ -51,6 +51,12 @@ std::vector<OptionSpec> pipeline_option_specs(const PipelineDefaults& d) {
       fewest_windows_option(),
       stop_on_scatter_option("stop after 5 windows that spread more than target_rsd but show no trend (no "
                              "significant slope): running on to max_seconds would report the same 5 windows' mean"),
+      {"target_ci90", OptionType::number, OptionValue{MeasureConfig{}.target_ci90},
+       "above 0: measure until the throughput is known to +-this share at 90% confidence (0.03: +-3%), or "
+       "max_seconds, instead of the stops on the spread",
+       {},
+       0.0,
+       1.0},
       {"max_seconds", OptionType::duration, OptionValue{d.max_seconds},
        "time cap of one measurement (warm-up included)", {}, 0.01},
       {"seed", OptionType::integer, OptionValue{I{0}}, "seed of the synthetic data, mixed with the trial's"},
@@ -95,6 +101,7 @@ std::string read_pipeline_knobs(const Options& opts, const Assignment& config, c
   m.target_rsd = opts.get_number("target_rsd");
   m.fewest_windows = static_cast<int>(opts.get_int("fewest_windows"));
   m.stop_on_scatter = opts.get_bool("stop_on_scatter");
+  m.target_ci90 = opts.get_number("target_ci90");
   m.max_seconds = opts.get_number("max_seconds");
   if (ctx.timeout_s > 0) m.max_seconds = std::min(m.max_seconds, 0.8 * ctx.timeout_s);
   // The floor never outlasts the warm-up it shortens, nor the cap's half.
@@ -121,10 +128,9 @@ void add_measure_metrics(const MeasureResult& r, Outcome& o) {
   o.metrics["throughput_rsd"] = r.throughput_rsd;
   // The measurement's precision: the half-width of the 90% confidence
   // interval of the mean throughput, relative (0.03: +-3% at 90%).
-  if (r.mean_windows >= 2)
-    o.metrics["throughput_ci90"] = student_t95(static_cast<int>(r.mean_windows) - 1) * r.throughput_rsd /
-                                   std::sqrt(static_cast<double>(r.mean_windows));
+  if (r.mean_windows >= 2) o.metrics["throughput_ci90"] = r.throughput_ci90;
   o.metrics["stopped_by_rsd"] = r.stopped_by_rsd ? 1.0 : 0.0;
+  if (r.stopped_on_precision) o.metrics["stopped_on_precision"] = 1.0;
   if (r.settled_early) o.metrics["settled_early"] = 1.0;
   if (r.stopped_on_scatter) o.metrics["stopped_on_scatter"] = 1.0;
   o.metrics["warmup_complete"] = r.warmup_complete ? 1.0 : 0.0;

@@ -5,7 +5,9 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <fstream>
 #include <functional>
+#include <nlohmann/json.hpp>
 #include <thread>
 #include <vector>
 
@@ -469,5 +471,102 @@ TEST(Measure, PeakHostBytesIsReadable) {
   EXPECT_GT(peak_host_bytes(), 1e6);
 }
 
+// The stopping rule's vectors that autotune_trial's tests read too
+// (tests/support/stop_rule_vectors.json): one rule in two languages.
+nlohmann::json stop_rule_vectors() {
+  std::ifstream f(AUTOTUNE_SOURCE_DIR "/tests/support/stop_rule_vectors.json");
+  return nlohmann::json::parse(f);
+}
+
+TEST(StopRuleVectors, TheHarnessComputesWhatTheHelperDoes) {
+  const nlohmann::json v = stop_rule_vectors();
+  for (const auto& c : v.at("student_t95")) EXPECT_EQ(student_t95(c[0].get<int>()), c[1].get<double>()) << c;
+  for (const auto& c : v.at("drifting")) {
+    const auto r = c.at("rates").get<std::vector<double>>();
+    EXPECT_EQ(drifting(r.data(), r.size()), c.at("expect").get<bool>()) << c;
+  }
+  for (const auto& c : v.at("surely_below")) {
+    const auto r = c.at("rates").get<std::vector<double>>();
+    EXPECT_EQ(surely_below(r.data(), r.size(), c.at("bar").get<double>()), c.at("expect").get<bool>()) << c;
+  }
+  for (const auto& c : v.at("spread_settled")) {
+    const auto r = c.at("rates").get<std::vector<double>>();
+    MeasureConfig m;
+    m.target_rsd = c.at("target_rsd").get<double>();
+    m.fewest_windows = c.at("fewest_windows").get<int>();
+    EXPECT_EQ(spread_settled(r.data(), r.size(), m), c.at("expect").get<bool>()) << c;
+  }
+  for (const auto& c : v.at("counted_from")) {
+    const auto r = c.at("rates").get<std::vector<double>>();
+    EXPECT_EQ(counted_from(r.data(), r.size(), c.at("rsd_windows").get<int>()), c.at("expect").get<std::size_t>())
+        << c;
+  }
+  for (const auto& c : v.at("ci90")) {
+    const auto r = c.at("rates").get<std::vector<double>>();
+    EXPECT_NEAR(ci90(r.data(), r.size()), c.at("expect").get<double>(), 1e-9) << c;
+  }
+  for (const auto& c : v.at("precise_enough")) {
+    const auto r = c.at("rates").get<std::vector<double>>();
+    MeasureConfig m;
+    m.target_ci90 = c.at("target_ci90").get<double>();
+    m.fewest_windows = c.at("fewest_windows").get<int>();
+    EXPECT_EQ(precise_enough(r.data(), r.size(), m), c.at("expect").get<bool>()) << c;
+  }
+}
+
+// The stop on precision on the fake pipeline: windows that scatter by 12%
+// without a trend run on (no stop on scatter) until +-3% or the cap, and the
+// result counts every window, with its precision.
+TEST(Measure, WithATargetCi90TheSpanGrowsUntilThePrecisionOrTheCap) {
+  MeasureConfig c = config();
+  c.target_ci90 = 0.03;
+  c.max_seconds = 30;
+  FakePipeline p;
+  p.step_seconds = [&p](std::int64_t) { return scattered_step(p.now); };
+  const MeasureResult r = p.run(c);
+  EXPECT_TRUE(r.stopped_on_precision);
+  EXPECT_FALSE(r.stopped_on_scatter);
+  EXPECT_FALSE(r.stopped_by_rsd);
+  EXPECT_GT(r.windows, 10) << "a 12% scatter needs more than 5 windows for +-3%";
+  EXPECT_EQ(r.mean_windows, r.windows) << "no trend: every window counts";
+  EXPECT_LE(r.throughput_ci90, 0.03);
+  EXPECT_GT(r.throughput_ci90, 0.0);
+  EXPECT_NEAR(r.throughput, 1000.0, 30.0);
+
+  c.max_seconds = 3;  // the cap first: it says how precise it got
+  FakePipeline q;
+  q.step_seconds = [&q](std::int64_t) { return scattered_step(q.now); };
+  const MeasureResult capped = q.run(c);
+  EXPECT_FALSE(capped.stopped_on_precision);
+  EXPECT_GE(capped.elapsed_seconds, 3.0);
+  EXPECT_GT(capped.throughput_ci90, 0.03);
+
+  FakePipeline steady;  // a steady job stops after the fewest windows
+  steady.step_seconds = [](std::int64_t) { return 0.01; };
+  const MeasureResult quick = steady.run(c);
+  EXPECT_TRUE(quick.stopped_on_precision);
+  EXPECT_EQ(quick.windows, 3);
+  EXPECT_TRUE(quick.settled_early) << "chosen for its low spread: the racing bar reads it as a bound";
+}
+
+TEST(Measure, WithATargetCi90ATrendAtTheStartIsLeftBehind) {
+  // 8 windows 20% slow (a warm-up effect still fading), then steady: the
+  // result counts from where the trend ends, not the slow start.
+  MeasureConfig c = config();
+  c.target_ci90 = 0.03;
+  c.warmup_seconds = 0;
+  c.warmup_until_drained = false;
+  c.window_seconds = 0;
+  c.window_min_steps = 20;
+  c.fewest_windows = 12;
+  FakePipeline p;
+  p.step_seconds = [](std::int64_t i) { return i < 20 * 4 ? 0.0125 : 0.01; };
+  const MeasureResult r = p.run(c);
+  EXPECT_TRUE(r.stopped_on_precision);
+  EXPECT_LT(r.mean_windows, r.windows);
+  EXPECT_NEAR(r.throughput, 1000.0, 50.0);
+}
+
 }  // namespace
 }  // namespace autotune
+
