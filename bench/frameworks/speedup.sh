@@ -7,6 +7,9 @@
 #   bench/frameworks/speedup.sh [BUDGET] [ROUNDS] [STEPS]     (defaults: 8 3 60)
 # PY=... picks the Python with torch and the frameworks (default: the test
 # suite's venv build/fwvenv/bin/python, made by scripts/framework_venv.sh).
+# TARGET_CI90S="0.03 0" tunes each job under each stop of the measurement
+# (autotune_trial's target_ci90; 0: the earlier stop on the spread), side by
+# side in one run; default: autotune_trial's own.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 root=$(pwd)
@@ -22,10 +25,12 @@ echo "machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //
 echo "autotune $(git rev-parse --short HEAD 2>/dev/null)$(git diff --quiet 2>/dev/null || echo '+changes'); budget $budget; independent: $rounds rounds of $steps steps"
 "$py" -c 'import torch, transformers, lightning; print("torch", torch.__version__, "transformers", transformers.__version__, "lightning", lightning.__version__)'
 echo
-echo "| job | baseline | answer | printed speedup | independent baseline / answer (samples/s) | independent speedup | printed / independent |"
-echo "|---|---|---|---|---|---|---|"
+echo "| job | target_ci90 | baseline | answer | printed speedup | independent baseline / answer (samples/s) | independent speedup | printed / independent |"
+echo "|---|---|---|---|---|---|---|---|"
+for ci in ${TARGET_CI90S:-default}; do
+if [ "$ci" = default ]; then unset BENCH_TARGET_CI90; else export BENCH_TARGET_CI90=$ci; fi
 for fw in hf lightning; do
-  dir=$work/$fw
+  dir=$work/$fw-$ci
   mkdir -p "$dir"
   cat >"$dir/space.yaml" <<YAML
 workload: {kind: command, command: "$py $root/bench/frameworks/jobs.py $fw", warm: true, timeout: 300s}
@@ -47,15 +52,16 @@ PY
     b+=("$("$py" bench/frameworks/jobs.py "$fw" --independent "$base" --steps "$steps" 2>/dev/null | tail -1)")
     a+=("$("$py" bench/frameworks/jobs.py "$fw" --independent "$best" --steps "$steps" 2>/dev/null | tail -1)")
   done
-  "$py" - "$fw" "$base" "$best" "$printed" "${b[@]}" -- "${a[@]}" <<'PY'
+  "$py" - "$fw" "$ci" "$base" "$best" "$printed" "${b[@]}" -- "${a[@]}" <<'PY'
 import json, statistics, sys
-fw, base, best, printed = sys.argv[1:5]
-rest = sys.argv[5:]
+fw, ci, base, best, printed = sys.argv[1:6]
+rest = sys.argv[6:]
 cut = rest.index("--")
 rate = lambda xs: [json.loads(x)["samples_per_s"] for x in xs]
 b, a = rate(rest[:cut]), rate(rest[cut + 1:])
 ib, ia = statistics.median(b), statistics.median(a)
-print(f"| {fw} | {base} | {best} | {float(printed):.2f}x | {ib:.1f} / {ia:.1f} | {ia / ib:.2f}x | {float(printed) / (ia / ib):.3f} |")
+print(f"| {fw} | {ci} | {base} | {best} | {float(printed):.2f}x | {ib:.1f} / {ia:.1f} | {ia / ib:.2f}x | {float(printed) / (ia / ib):.3f} |")
 PY
   grep -E "^best:|x the baseline|^trials:|^time:" "$dir/out.txt" | sed "s/^/    $fw: /"
+done
 done
