@@ -12,7 +12,7 @@
 //  - Model: the Surrogate (search/surrogate.hpp), a GP (search/gp) on
 //    log(throughput) of `ok` trials only (a raced trial with a larger noise
 //    variance); failures feed the FeasibilityModel instead (no penalty
-//    imputation, SEARCH-NOTES). Its kernel is half product, half additive
+//    imputation, docs/strategies.md). Its kernel is half product, half additive
 //    over the parameters. A categorical precision is read by its one-hot and
 //    by its rank (fp32, tf32, 16-bit). Where every ok trial reports its
 //    busy share, log-throughput is the sum of two such GPs: the compute
@@ -91,28 +91,10 @@ constexpr std::size_t kLongRange = 5;
 // run yet, is believed to fit with probability kUntriedTopFits per knob,
 // weighed as P(fits) is (untried_top_penalty()).
 //
-// The design keeps off the ranges' ends (search/initial_design.cpp), so
-// right after it expected improvement is widest at their corners, and the
-// feasibility model, which learns from outcomes, says P 1 wherever nothing
-// has failed yet: the first model trial of the fresh runs below went to the
-// top of batch_size or num_workers in 238 of 600 (87 of them batch 512 at
-// 0 workers, a device OOM), and the top of a memory knob's range is where
-// memory runs out. Issue 12's failure landscapes with busy shares, the same
-// build with and without it (median / p10 / mean; share of runs at 0.90 of
-// the optimum or more): @15 fresh seeds 1000-1099 0.954 / 0.824 / 0.932
-// (0.712) -> 0.957 / 0.857 / 0.939 (0.747), 24 held-out x 20 0.967 / 0.782
-// / 0.923 (0.733) -> 0.963 / 0.804 / 0.933 (0.767); @30 and 4 slots: see
-// bench/results/failure_busy.txt. Held for the whole run instead (until
-// an ok trial runs at the top): @15 0.985 / 0.860 / 0.941 and 0.972 / 0.798
-// / 0.933, but where the largest batch is the answer the search got there
-// later: issue 15's compute_bound (bench/time_to_quality.sh, 60 seeds,
-// every lever) seconds to 98% 52.4 -> 67.7 (49.2 with the first three
-// only), and held-out random-19 (7% of batch 512 fits; the answer is
-// there) @15 median 1.000 -> 0.747. Tried too, held throughout: both ends
-// of each long range (the low ends: 0 workers, batch 16) at P 0.5, @15
-// 0.985 / 0.839 / 0.939 and 0.977 / 0.768 / 0.920; the low ends only 0.953
-// / 0.804 / 0.927 and 0.975 / 0.765 / 0.916; the top at P 0.7 0.960 / 0.858
-// / 0.940 and 0.977 / 0.797 / 0.934.
+// Why: right after the design, expected improvement is widest at the ranges'
+// corners while P(fits) is 1 where nothing has failed, and the top of a
+// memory knob is where memory runs out. Evidence and the variants tried:
+// bench/results/search_constants.md (kUntriedTopFits).
 constexpr double kUntriedTopFits = 0.5;
 constexpr std::size_t kUntriedTopTrials = 3;
 class BoStrategy final : public StrategyBase {

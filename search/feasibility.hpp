@@ -18,7 +18,7 @@
 // in its domain, by log where the domain is log-scaled; precision by log
 // bytes per element). A configuration at least as large as a failure of
 // that kind in every relevant coordinate is infeasible; one at most as
-// large as a success is feasible (the monotone structure, SEARCH-NOTES).
+// large as a success is feasible (the monotone structure, docs/strategies.md).
 // In between, P(fits) = a / (a + b), where a is how far the configuration
 // must grow to reach the nearest failure's cone and b how far it sits above
 // the nearest success (or above the smallest configuration), capped at a

@@ -1,6 +1,6 @@
 #pragma once
-// The first points of a search, before any model (issue 12, SEARCH-NOTES
-// "small initial design"): how many, and where.
+// The first points of a search, before any model (docs/strategies.md, "The
+// design"): how many, and where.
 #include <functional>
 #include <optional>
 #include <vector>

@@ -206,34 +206,10 @@ Surrogate::Surrogate(const SearchSpace& space)
 
 // The share of a trial's time spent computing rather than waiting for data:
 // the harness's and autotune_trial's compute_busy (1 - data_wait_fraction),
-// else the cuda workload's gpu_busy. Read by the two factors it splits T
-// into, bo found the top sooner where the compute is a device's: 60 seeds x
-// 2 seed sets, every issue-15 lever, seconds to 98% of the optimum (plain
-// -> split): the H100 replay 58.9 -> 48.4 and 58.1 -> 49.7, compute_bound
-// 53.5 -> 51.1 and 57.9 -> 49.3, memory_tight 71.2 -> 59.6 and 82.7 -> 61.6
-// with its final median 0.982 -> 1.000 in both; balanced 39.3 -> 46.0 and
-// 35.8 -> 34.1 (final 0.991 -> 0.997, 0.989 -> 0.991); loader_bound's final
-// median 0.994 -> 0.988 and 0.992 -> 0.988 (its T hardly moves with the
-// precision while both factors do); the cpu default, whose compute shares
-// the cores with its loader, 11.3 -> 12.8 and 11.1 -> 11.5 s. Choosing per
-// fit between the split and the plain GP by their marginal likelihoods lost
-// the H100's gain (63.2 s).
-//
-// The busy share's GP also reads the compute rate. Where the loader sets
-// the pace, busy = loader rate / compute rate: a change that only speeds
-// the compute (fp16 for fp32 at the same loader) leaves T where it was,
-// and a busy share blind to the rate predicted T rising with it, so bo
-// spent its trials on such neutral variations of its incumbent. Read by
-// the rate, one precision's faster step teaches the busy share of every
-// other. Failure landscapes whose trials report compute_busy
-// (bench_failure_efficiency --busy; 100 fresh seeds, @15 / @30 median and
-// p10): 0.897 / 0.686, 1.000 / 0.896 -> 0.905 / 0.724, 1.000 / 0.904
-// (worker-cliff @30 p10 0.909 -> 0.992; queue-cliff @30 median 1.000 ->
-// 0.904); 24 held-out ones: 0.888 / 0.706, 1.000 / 0.926 -> 0.895 / 0.712,
-// 1.000 / 0.946. Issue 15's landscapes (60 seeds, seconds to 98%): within
-// their seed-to-seed spread, 1.3% slower in the geometric mean of eight
-// runs (balanced 46.0 -> 43.9 and 34.1 -> 38.2; memory_tight 59.6 -> 61.0
-// and 61.6 -> 66.2, its final median 1.000 -> 0.994 and 1.000).
+// else the cuda workload's gpu_busy. bo splits T into the two factors it
+// reads (the compute rate and this share); the busy share's GP also reads
+// the compute rate, so one precision's faster step teaches every other's.
+// Evidence, seed by seed: bench/results/search_constants.md (busy split).
 std::optional<BusyReading> busy_reading(const Outcome& o) {
   std::optional<double> b = o.metric("compute_busy");
   if (!b)

@@ -14,7 +14,7 @@
 // waited for data, T is read instead as the smaller of the compute's rate
 // and the loader's (its GP on the trials that waited; search/surrogate.cpp
 // kWaitedBusy). Failures are not in it: they feed the
-// FeasibilityModel, whose P(fits) the acquisition weighs (SEARCH-NOTES).
+// FeasibilityModel, whose P(fits) the acquisition weighs (docs/strategies.md).
 #include <optional>
 #include <utility>
 #include <vector>
