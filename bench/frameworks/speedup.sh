@@ -63,5 +63,18 @@ ib, ia = statistics.median(b), statistics.median(a)
 print(f"| {fw} | {ci} | {base} | {best} | {float(printed):.2f}x | {ib:.1f} / {ia:.1f} | {ia / ib:.2f}x | {float(printed) / (ia / ib):.3f} |")
 PY
   grep -E "^best:|x the baseline|^trials:|^time:" "$dir/out.txt" | sed "s/^/    $fw: /"
+  # Each trial's precision (throughput_ci90) and timed span, trials measured in full.
+  "$py" - "$dir/tuned.journal.jsonl" <<'PY' | sed "s/^/    $fw: /"
+import json, statistics, sys
+ci, secs = [], []
+for line in open(sys.argv[1]):
+    t = json.loads(line)
+    if t.get("type") == "finish" and t.get("status") == "ok" and not t["metrics"].get("raced"):
+        if "throughput_ci90" in t["metrics"]:
+            ci.append(t["metrics"]["throughput_ci90"])
+        secs.append(t["metrics"].get("measure_seconds", 0))
+print(f"precision: median +-{100 * statistics.median(ci):.1f}%, worst +-{100 * max(ci):.1f}% at 90%; "
+      f"{sum(c <= 0.03 for c in ci)} of {len(ci)} trials within +-3%; median measurement {statistics.median(secs):.2f} s")
+PY
 done
 done
