@@ -1,5 +1,9 @@
 #include "search/outcome.hpp"
 
+#include <cmath>
+
+#include "search/metric_names.hpp"
+
 namespace autotune {
 
 std::string_view to_string(Status s) {
@@ -31,6 +35,25 @@ std::optional<double> Outcome::metric(const std::string& key) const {
   return it->second;
 }
 
-bool Outcome::raced() const { return metric("raced").value_or(0) > 0; }
+bool Outcome::raced() const { return metric(::autotune::metric::raced).value_or(0) > 0; }
+
+// compute_busy first: the harness's timed windows (the cpu workload's
+// data_wait_fraction spans its warm-up too). bo splits T into the compute
+// rate and this share (search/surrogate.cpp); evidence, seed by seed:
+// bench/results/search_constants.md (busy split).
+std::optional<BusyReading> busy_reading(const Outcome& o) {
+  std::optional<double> b = o.metric(metric::compute_busy);
+  if (!b)
+    if (auto w = o.metric(metric::data_wait_fraction)) b = 1.0 - *w;
+  const bool data_wait = b.has_value();
+  if (!b) b = o.metric(metric::gpu_busy);
+  if (!b || !std::isfinite(*b)) return std::nullopt;  // a job's NaN is no share
+  return BusyReading{*b, data_wait};
+}
+
+std::optional<double> busy_share(const Outcome& o) {
+  if (auto r = busy_reading(o)) return r->share;
+  return std::nullopt;
+}
 
 }  // namespace autotune

@@ -56,4 +56,18 @@ struct Outcome {
   }
 };
 
+// The share of a trial's time its compute was busy rather than waiting for
+// data: compute_busy, else 1 - data_wait_fraction, else gpu_busy; none when
+// the trial reported none (or NaN). The one reading of it: bo's surrogate,
+// the time split of the summary and the report all take it from here.
+std::optional<double> busy_share(const Outcome& o);
+// The same share, and whether it is a measured data wait (compute_busy or
+// data_wait_fraction) rather than a card's utilisation (gpu_busy, which
+// also falls where the step waits on its launches).
+struct BusyReading {
+  double share;
+  bool data_wait;
+};
+std::optional<BusyReading> busy_reading(const Outcome& o);
+
 }  // namespace autotune

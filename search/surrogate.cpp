@@ -204,26 +204,6 @@ Surrogate::Surrogate(const SearchSpace& space)
   m_busy.set_additive_share(kAdditiveShare);
 }
 
-// The share of a trial's time spent computing rather than waiting for data:
-// the harness's and autotune_trial's compute_busy (1 - data_wait_fraction),
-// else the cuda workload's gpu_busy. bo splits T into the two factors it
-// reads (the compute rate and this share); the busy share's GP also reads
-// the compute rate, so one precision's faster step teaches every other's.
-// Evidence, seed by seed: bench/results/search_constants.md (busy split).
-std::optional<BusyReading> busy_reading(const Outcome& o) {
-  std::optional<double> b = o.metric("compute_busy");
-  if (!b)
-    if (auto w = o.metric("data_wait_fraction")) b = 1.0 - *w;
-  const bool data_wait = b.has_value();
-  if (!b) b = o.metric("gpu_busy");
-  if (!b || !std::isfinite(*b)) return std::nullopt;  // a job's NaN is no share
-  return BusyReading{*b, data_wait};
-}
-
-std::optional<double> busy_share(const Outcome& o) {
-  if (auto r = busy_reading(o)) return r->share;
-  return std::nullopt;
-}
 
 // The rate column is rounded to 1/256 of the measured span (far under the
 // GP's shortest length scale, 0.03): the GP tabulates its additive part per

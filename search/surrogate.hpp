@@ -100,18 +100,6 @@ class Surrogate {
   bool fit_parts(Rng& rng, const gp::FitOptions& fo);
 };
 
-// The share of a trial's time its compute was busy rather than waiting for
-// data: compute_busy, else 1 - data_wait_fraction, else gpu_busy; none when
-// the trial reported none (or NaN).
-std::optional<double> busy_share(const Outcome& o);
-// The same share, and whether it is a measured data wait (compute_busy or
-// data_wait_fraction) rather than a card's utilisation (gpu_busy, which
-// also falls where the step waits on its launches).
-struct BusyReading {
-  double share;
-  bool data_wait;
-};
-std::optional<BusyReading> busy_reading(const Outcome& o);
 
 // What a pending trial is believed to measure (Surrogate::with_believed):
 // its posterior mean less this many standard deviations, in each GP.

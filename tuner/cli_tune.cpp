@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "search/metric_names.hpp"
 #include "tuner/cli.hpp"
 #include "tuner/cli_commands.hpp"
 #include "tuner/cli_common.hpp"
@@ -14,9 +15,9 @@
 #include "tuner/explain.hpp"
 #include "tuner/interrupt.hpp"
 #include "tuner/journal.hpp"
+#include "tuner/report_html.hpp"
 #include "tuner/same_training.hpp"
 #include "tuner/set_aside.hpp"
-#include "tuner/report_html.hpp"
 #include "tuner/time_split.hpp"
 #include "tuner/tuning_time.hpp"
 
@@ -34,11 +35,12 @@ struct TuneArgs {
 };
 
 // The end of the run in words: "stopped by budget", "stopped: interrupted".
-std::string how_it_stopped(const std::string& stopped_by) {
-  if (stopped_by == "budget" || stopped_by == "time") return "stopped by " + stopped_by;
-  if (stopped_by == "exhausted") return "stopped: every valid configuration was measured";
-  if (stopped_by == "failed") return "stopped: the tool failed";
-  return "stopped: " + stopped_by;
+std::string how_it_stopped(RunEnd stopped_by) {
+  const std::string name(run_end_name(stopped_by));
+  if (stopped_by == RunEnd::budget || stopped_by == RunEnd::time) return "stopped by " + name;
+  if (stopped_by == RunEnd::exhausted) return "stopped: every valid configuration was measured";
+  if (stopped_by == RunEnd::failed) return "stopped: the tool failed";
+  return "stopped: " + name;
 }
 
 // When the answer is not the fastest search trial (the figure the progress
@@ -70,7 +72,7 @@ void print_summary(const Spec& spec, const Study& r) {
   if (r.best && r.best_outcome) {
     std::cout << "best:   " << spec.space.to_assignment(*r.best).describe() << "\n";
     std::cout << fmt::format("        {:.1f} samples/s", r.best_outcome->throughput);
-    if (auto busy = r.best_outcome->metric("gpu_busy")) std::cout << fmt::format(", busy {:.0f}%", *busy * 100);
+    if (auto busy = r.best_outcome->metric(metric::gpu_busy)) std::cout << fmt::format(", busy {:.0f}%", *busy * 100);
     std::cout << "\n";
     if (r.nearer_than && r.nearer_than->outcome.throughput > r.best_outcome->throughput)
       std::cout << fmt::format("        trial {} measured {:.1f} samples/s, within the noise of this one, which changes "
@@ -237,19 +239,19 @@ std::function<int()> add_tune_options(CLI::App& app) {
     }
     if (!args->quiet && wrote) print_summary(*spec, result);
     if (args->report) write_report_or_warn(spec->output.journal, report_path(*args->report, spec->output.tuned));
-    if (result.stopped_by == "failed") {
+    if (result.stopped_by == RunEnd::failed) {
       std::cerr << "autotune: stopped: " << result.failure << "\n"
                 << fmt::format("autotune: the {} trials that finished are in {}; fix the cause and carry on with\n"
                                "  {}\n",
                                result.trials.size(), spec->output.journal.string(), resume_command());
       return kExitToolFailure;
     }
-    if (result.stopped_by == "interrupted")
+    if (result.stopped_by == RunEnd::interrupted)
       std::cerr << fmt::format("autotune: interrupted; the {} finished trials are kept in {}. Carry on with\n  {}\n",
                                result.trials.size() + result.confirmations.size(), spec->output.journal.string(),
                                resume_command());
     if (!wrote) return kExitToolFailure;
-    if (result.stopped_by == "interrupted") return kExitInterrupted;
+    if (result.stopped_by == RunEnd::interrupted) return kExitInterrupted;
     return result.best_outcome ? kExitOk : kExitFailure;
   };
 }

@@ -260,7 +260,7 @@ std::string render_tuned_yaml(const Spec& spec, const Study& r) {
   if (!r.confirmations.empty())
     e << YAML::Key << "confirmations" << YAML::Value << static_cast<int>(r.confirmations.size());
   e << YAML::Key << "elapsed_s" << YAML::Value << round_sig(r.elapsed_s, 4);
-  e << YAML::Key << "stopped_by" << YAML::Value << r.stopped_by;
+  e << YAML::Key << "stopped_by" << YAML::Value << std::string(run_end_name(r.stopped_by));
   if (!r.failure.empty()) e << YAML::Key << "failure" << YAML::Value << r.failure;
   // Where the minutes went (tuner/tuning_time.hpp).
   const TuningTime time = tuning_time(r);

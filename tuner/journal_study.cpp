@@ -148,16 +148,16 @@ RunState state_of(const std::filesystem::path& path, const Spec& spec, const Jou
   std::set<Config> distinct;
   for (const auto& t : r.trials) distinct.insert(t.config);
   const auto all = spec.space.enumerate();
-  if (search.budget_trials > 0 && static_cast<int>(r.trials.size()) >= search.budget_trials) s.stopped_by = "budget";
-  else if (search.budget_seconds > 0 && last_time >= search.budget_seconds) s.stopped_by = "time";
-  else if (all && distinct.size() >= all->size()) s.stopped_by = "exhausted";
-  else s.stopped_by = "unfinished";
+  if (search.budget_trials > 0 && static_cast<int>(r.trials.size()) >= search.budget_trials) s.stopped_by = RunEnd::budget;
+  else if (search.budget_seconds > 0 && last_time >= search.budget_seconds) s.stopped_by = RunEnd::time;
+  else if (all && distinct.size() >= all->size()) s.stopped_by = RunEnd::exhausted;
+  else s.stopped_by = RunEnd::unfinished;
   const std::size_t confirm_due =
       std::min<std::size_t>(static_cast<std::size_t>(std::max(0, search.confirm)),
                             static_cast<std::size_t>(std::count_if(r.trials.begin(), r.trials.end(),
                                                                    [](const TrialRecord& t) { return t.outcome.ok(); })));
   const bool confirm_done = r.confirmations.size() >= confirm_due;
-  s.complete = s.stopped_by != "unfinished" && s.in_flight.empty() && !s.torn_last_line && confirm_done;
+  s.complete = s.stopped_by != RunEnd::unfinished && s.in_flight.empty() && !s.torn_last_line && confirm_done;
 
   std::error_code ec;
   const auto written = std::filesystem::last_write_time(path, ec);
@@ -165,11 +165,11 @@ RunState state_of(const std::filesystem::path& path, const Spec& spec, const Jou
     s.seconds_since_write =
         std::chrono::duration<double>(std::filesystem::file_time_type::clock::now() - written).count();
 
-  if (s.stopped_by == "budget")
+  if (s.stopped_by == RunEnd::budget)
     s.notes.push_back(fmt::format("the trial budget ({}) was spent", search.budget_trials));
-  else if (s.stopped_by == "time")
+  else if (s.stopped_by == RunEnd::time)
     s.notes.push_back(fmt::format("the time budget ({:.0f} s) was spent", search.budget_seconds));
-  else if (s.stopped_by == "exhausted")
+  else if (s.stopped_by == RunEnd::exhausted)
     s.notes.push_back("every valid configuration was measured");
   else
     s.notes.push_back(fmt::format("cut short: {} of {} search trials finished; the run was interrupted or is "
@@ -187,7 +187,7 @@ RunState state_of(const std::filesystem::path& path, const Spec& spec, const Jou
   if (s.torn_last_line)
     s.notes.push_back("the journal's last line is torn (a write in progress, or the tuner died mid-write); it was "
                       "left out");
-  if (!confirm_done && s.stopped_by != "unfinished")
+  if (!confirm_done && s.stopped_by != RunEnd::unfinished)
     s.notes.push_back(fmt::format("the re-measurements after the search ({} of {}) had not finished",
                                   r.confirmations.size(), confirm_due));
   if (!s.complete && s.seconds_since_write && *s.seconds_since_write < 120)

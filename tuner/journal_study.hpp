@@ -20,9 +20,9 @@ namespace autotune {
 
 // How far the run got, as far as the journal can tell.
 struct RunState {
-  // budget | time | exhausted when the journal shows the run reached its end;
-  // "unfinished" when it was interrupted or is still going.
-  std::string stopped_by;
+  // budget, time or exhausted when the journal shows the run reached its
+  // end; unfinished when it was interrupted or is still going.
+  RunEnd stopped_by = RunEnd::unfinished;
   bool complete = false;           // reached its end with nothing left in flight and no torn line
   std::vector<int> in_flight;      // trials started and never finished
   bool torn_last_line = false;     // a write in progress, or the tuner died mid-write

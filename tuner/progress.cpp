@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "search/metric_names.hpp"
 #include "tuner/racing.hpp"
 #include "workloads/failure_reading.hpp"
 
@@ -35,7 +36,7 @@ void Progress::trial(const TrialRecord& t, const std::optional<double>& best, do
   if (!m_out) return;
   std::string what = figure(t.outcome);
   if (was_raced(t.outcome)) what += fmt::format(" (raced, {:.1f}s)", t.outcome.seconds);
-  if (t.outcome.ok() && t.outcome.metric("stopped_after_result").value_or(0) > 0)
+  if (t.outcome.ok() && t.outcome.metric(metric::stopped_after_result).value_or(0) > 0)
     what += " (gave its result but did not exit: stopped, result kept)";
   std::string eta;
   if (m_budget > 0 && done > 0 && done < m_budget) eta = "  eta " + format_duration(elapsed / done * (m_budget - done));

@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "search/metric_names.hpp"
 #include "tuner/journal.hpp"
 #include "tuner/spec.hpp"
 
@@ -58,17 +59,17 @@ Outcome combine_repeats(std::vector<Outcome> runs) {
   const double sd = std::sqrt(ss / static_cast<double>(tp.size() - 1));
   double peak_ram = 0, peak_vram = 0;
   for (const auto& o : runs) {
-    peak_ram = std::max(peak_ram, o.metric("ram_bytes").value_or(0));
-    peak_vram = std::max(peak_vram, o.metric("vram_bytes").value_or(0));
+    peak_ram = std::max(peak_ram, o.metric(metric::ram_bytes).value_or(0));
+    peak_vram = std::max(peak_vram, o.metric(metric::vram_bytes).value_or(0));
   }
   std::sort(runs.begin(), runs.end(), [](const Outcome& a, const Outcome& b) { return a.throughput < b.throughput; });
   const std::size_t n = runs.size();
   Outcome m = runs[(n - 1) / 2];  // the lower middle run for an even count: a run that happened
   m.throughput = n % 2 ? m.throughput : 0.5 * (runs[n / 2 - 1].throughput + runs[n / 2].throughput);
-  m.metrics["throughput_rsd"] = mean > 0 ? sd / mean : 0.0;
-  m.metrics["repeats"] = static_cast<double>(n);
-  if (peak_ram > 0) m.metrics["ram_bytes"] = peak_ram;
-  if (peak_vram > 0) m.metrics["vram_bytes"] = peak_vram;
+  m.metrics[metric::throughput_rsd] = mean > 0 ? sd / mean : 0.0;
+  m.metrics[metric::repeats] = static_cast<double>(n);
+  if (peak_ram > 0) m.metrics[metric::ram_bytes] = peak_ram;
+  if (peak_vram > 0) m.metrics[metric::vram_bytes] = peak_vram;
   return m;
 }
 
@@ -116,7 +117,7 @@ std::optional<Scheduler::Done> Scheduler::wait_any(std::chrono::milliseconds wai
     t.seconds += run->outcome.seconds;
     const int r = static_cast<int>(t.runs.size());
     Outcome o = std::move(run->outcome);
-    const bool raced = o.metric("raced").value_or(0) > 0;
+    const bool raced = o.metric(metric::raced).value_or(0) > 0;
     if (o.ok() && !raced && r + 1 < m_settings.repeats) {
       t.runs.push_back(std::move(o));
       start_repeat(run->ticket, t);  // its slot just came free
@@ -130,7 +131,7 @@ std::optional<Scheduler::Done> Scheduler::wait_any(std::chrono::milliseconds wai
       t.runs.push_back(std::move(o));
       const bool several = t.runs.size() > 1;
       o = combine_repeats(std::move(t.runs));
-      if (several) o.metrics["raced"] = 1;
+      if (several) o.metrics[metric::raced] = 1;
     } else {
       t.runs.push_back(std::move(o));
       o = combine_repeats(std::move(t.runs));

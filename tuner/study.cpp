@@ -3,10 +3,24 @@
 #include <algorithm>
 #include <cmath>
 
+#include "search/metric_names.hpp"
 #include "tuner/journal.hpp"
 #include "tuner/racing.hpp"
 
 namespace autotune {
+
+std::string_view run_end_name(RunEnd e) {
+  switch (e) {
+    case RunEnd::budget: return "budget";
+    case RunEnd::time: return "time";
+    case RunEnd::converged: return "converged";
+    case RunEnd::exhausted: return "exhausted";
+    case RunEnd::interrupted: return "interrupted";
+    case RunEnd::failed: return "failed";
+    case RunEnd::unfinished: break;
+  }
+  return "unfinished";
+}
 
 double Study::search_throughput(const Config& c) const {
   for (const auto& t : trials)
@@ -40,8 +54,8 @@ namespace {
 // The standard error of a measurement's throughput, in samples/s (0 when it
 // reports no spread).
 double standard_error(const Outcome& o) {
-  const double rsd = o.metric("throughput_rsd").value_or(0.0);
-  const double windows = std::max(1.0, o.metric("mean_windows").value_or(o.metric("windows").value_or(1.0)));
+  const double rsd = o.metric(metric::throughput_rsd).value_or(0.0);
+  const double windows = std::max(1.0, o.metric(metric::mean_windows).value_or(o.metric(metric::windows).value_or(1.0)));
   return rsd * o.throughput / std::sqrt(windows);
 }
 

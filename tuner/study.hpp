@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "search/outcome.hpp"
@@ -46,6 +47,11 @@ struct KnobRow {
   bool put_back = false;             // worth less than the noise: the answer keeps the baseline's value
 };
 
+// How a run ended, as tuned.yaml's `stopped_by` names it (run_end_name).
+// `unfinished`: not at an end (still running, or a journal cut short).
+enum class RunEnd { unfinished, budget, time, converged, exhausted, interrupted, failed };
+std::string_view run_end_name(RunEnd e);
+
 struct Study {
   std::vector<TrialRecord> trials;         // every finished search trial, the journal's first
   std::vector<TrialRecord> confirmations;  // search.confirm: re-measurements after the search, the journal's first
@@ -58,8 +64,8 @@ struct Study {
   std::optional<Outcome> best_outcome;     // what was measured for it (confirmed: its re-measurement)
   std::optional<TrialRecord> baseline;     // the first `initial` configuration, when measured
   double elapsed_s = 0;                    // this process plus earlier sessions of the journal
-  std::string stopped_by;                  // budget | time | converged | exhausted | interrupted | failed
-  std::string failure;                     // stopped_by == failed: what failed in the tool itself, one line
+  RunEnd stopped_by = RunEnd::unfinished;
+  std::string failure;                     // stopped_by failed: what failed in the tool itself, one line
   std::vector<std::string> notes;          // the search's diagnostics (also journaled as notes)
 
   // The throughput of a configuration's ok search trial (0 when none).

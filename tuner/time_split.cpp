@@ -4,6 +4,8 @@
 
 #include <fmt/format.h>
 
+#include "search/metric_names.hpp"
+
 namespace autotune {
 
 namespace {
@@ -20,10 +22,10 @@ std::string TimeSplit::bound() const {
 
 TimeSplit time_split(const Outcome& o) {
   TimeSplit s;
-  if (auto w = o.metric("data_wait_fraction")) s.data_wait = std::clamp(*w, 0.0, 1.0);
-  else if (auto c = o.metric("compute_busy")) s.data_wait = std::clamp(1.0 - *c, 0.0, 1.0);
+  // The busy share as bo reads it (busy_reading), where it is a data wait.
+  if (auto b = busy_reading(o); b && b->data_wait) s.data_wait = std::clamp(1.0 - b->share, 0.0, 1.0);
   if (s.data_wait) s.compute = 1.0 - *s.data_wait;
-  if (auto g = o.metric("gpu_busy")) s.device_busy = std::clamp(*g, 0.0, 1.0);
+  if (auto g = o.metric(metric::gpu_busy)) s.device_busy = std::clamp(*g, 0.0, 1.0);
   return s;
 }
 

@@ -45,12 +45,12 @@ class TuningRun {
     for (const auto& t : m_study.trials) m_progress.trial(t, best_of(t), elapsed(), ++m_done);
     guarded([&] { search(); });
     std::optional<Config> recommended;
-    if (m_study.stopped_by != "failed") guarded([&] { recommended = m_strategy->recommend(); });
+    if (m_study.stopped_by != RunEnd::failed) guarded([&] { recommended = m_strategy->recommend(); });
     m_study.settle_answer(recommended);
     if (!m_spec.search.initial.empty())
       m_study.prefer_closest_to(m_spec.search.initial.front(), m_space.index_of("precision"));
     // The measurements after the search, each while the run was neither interrupted nor failed.
-    auto going_on = [&] { return m_study.stopped_by != "interrupted" && m_study.stopped_by != "failed"; };
+    auto going_on = [&] { return m_study.stopped_by != RunEnd::interrupted && m_study.stopped_by != RunEnd::failed; };
     if (m_spec.search.confirm > 0 && going_on()) guarded([&] { confirm(); });
     if (!m_spec.search.initial.empty()) m_study.find_baseline(m_spec.search.initial.front());
     if (m_spec.search.explain && going_on()) guarded([&] { explain(); });
@@ -98,17 +98,17 @@ class TuningRun {
   }
   void fail(const std::string& what) {
     m_scheduler.stop_all();
-    m_study.stopped_by = "failed";
+    m_study.stopped_by = RunEnd::failed;
     m_study.failure = std::string(first_line(what));
   }
 
   // Why no trial may start now, or empty.
-  std::string stop_reason() const {
-    if (interrupted()) return "interrupted";
-    if (m_spec.search.budget_trials > 0 && m_started >= m_spec.search.budget_trials) return "budget";
-    if (m_spec.search.budget_seconds > 0 && elapsed() >= m_spec.search.budget_seconds) return "time";
-    if (m_spec.search.until_converged && m_strategy->converged()) return "converged";
-    return {};
+  std::optional<RunEnd> stop_reason() const {
+    if (interrupted()) return RunEnd::interrupted;
+    if (m_spec.search.budget_trials > 0 && m_started >= m_spec.search.budget_trials) return RunEnd::budget;
+    if (m_spec.search.budget_seconds > 0 && elapsed() >= m_spec.search.budget_seconds) return RunEnd::time;
+    if (m_spec.search.until_converged && m_strategy->converged()) return RunEnd::converged;
+    return std::nullopt;
   }
 
   // The next configuration to start and what it was proposed as (the
@@ -134,12 +134,12 @@ class TuningRun {
   // trial never holds up the others' slots.
   void search() {
     m_started = static_cast<int>(m_study.trials.size());
-    m_study.stopped_by = "exhausted";
+    m_study.stopped_by = RunEnd::exhausted;
     bool launching = true;
     while (true) {
       while (launching && m_scheduler.has_room()) {
-        if (const std::string why = stop_reason(); !why.empty()) {
-          m_study.stopped_by = why;
+        if (const auto why = stop_reason()) {
+          m_study.stopped_by = *why;
           launching = false;
           break;
         }
@@ -164,7 +164,7 @@ class TuningRun {
       const Config c = m_configs.at(d->trial);
       m_configs.erase(d->trial);
       if (cut_short_by_interrupt(d->outcome)) {
-        m_study.stopped_by = "interrupted";
+        m_study.stopped_by = RunEnd::interrupted;
         continue;
       }
       m_journal->finished(d->trial, d->config, d->outcome, elapsed());
@@ -247,15 +247,15 @@ class TuningRun {
   // re-measurement), journaled as such and never told to the strategy. None
   // when the run is interrupted, before or during it (stopped_by says so).
   std::optional<TrialRecord> measure_after_search(const Config& c, Phase phase) {
-    if (interrupted()) m_study.stopped_by = "interrupted";
-    if (m_study.stopped_by == "interrupted") return std::nullopt;
+    if (interrupted()) m_study.stopped_by = RunEnd::interrupted;
+    if (m_study.stopped_by == RunEnd::interrupted) return std::nullopt;
     const int trial = m_next_trial++;
     const Assignment a = m_space.to_assignment(c);
     m_journal->started(trial, a, elapsed(), phase, phase == Phase::explain ? "explain" : "");
     m_scheduler.submit(trial, a);
     const Scheduler::Done d = m_scheduler.wait_next();
     if (cut_short_by_interrupt(d.outcome)) {
-      m_study.stopped_by = "interrupted";
+      m_study.stopped_by = RunEnd::interrupted;
       return std::nullopt;
     }
     m_journal->finished(trial, a, d.outcome, elapsed(), phase);

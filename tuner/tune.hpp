@@ -33,7 +33,7 @@ struct TuneError : std::runtime_error {
 // the journal cannot be resumed, and JournalError when it cannot be opened.
 // A failure after that (a journal write, the strategy, anything thrown while
 // trials are in flight) stops new trials, stops the running ones, keeps every
-// finished record and returns with stopped_by "failed" and the reason in
+// finished record and returns with stopped_by RunEnd::failed and the reason in
 // `failure`.
 Study run_tuning(const Spec& spec, Executor& executor, const TuneOptions& options);
 // The same on spec.search.parallel plain local slots over `measure`.

@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "search/metric_names.hpp"
 #include "tuner/progress.hpp"
 #include "tuner/racing.hpp"
 #include "tuner/runner.hpp"
@@ -20,9 +21,9 @@ void add(TuningTime& t, const Outcome& o) {
     ++t.failed;
     return;
   }
-  const double measure = std::clamp(o.metric("measure_seconds").value_or(0), 0.0, o.seconds);
-  const double warmup = std::clamp(o.metric("warmup_seconds").value_or(0), 0.0, measure);
-  const double startup = std::clamp(o.metric("startup_seconds").value_or(0), 0.0, o.seconds - measure);
+  const double measure = std::clamp(o.metric(metric::measure_seconds).value_or(0), 0.0, o.seconds);
+  const double warmup = std::clamp(o.metric(metric::warmup_seconds).value_or(0), 0.0, measure);
+  const double startup = std::clamp(o.metric(metric::startup_seconds).value_or(0), 0.0, o.seconds - measure);
   t.warmup_s += warmup;
   t.timed_s += measure - warmup;
   t.startup_s += startup;

@@ -11,6 +11,7 @@
 
 #include <fmt/format.h>
 
+#include "search/metric_names.hpp"
 #include "workloads/loader.hpp"
 #include "workloads/measure.hpp"
 #include "workloads/pipeline_knobs.hpp"
@@ -217,7 +218,7 @@ class CpuWorkload final : public Workload {
     if (ram_limit > 0 && estimate > ram_limit) {
       Outcome o = Outcome::failure(Status::invalid, fmt::format("estimated host memory {} exceeds the ram limit {}",
                                                                 format_bytes(estimate), format_bytes(ram_limit)));
-      o.metrics["ram_estimate_bytes"] = estimate;
+      o.metrics[metric::ram_estimate_bytes] = estimate;
       return o;
     }
 
@@ -284,17 +285,17 @@ class CpuWorkload final : public Workload {
 
     Outcome o = Outcome::success(r.throughput);
     add_measure_metrics(r, o);
-    o.metrics["startup_seconds"] = seconds_between(ctx.started, measure_began);
+    o.metrics[metric::startup_seconds] = seconds_between(ctx.started, measure_began);
     const double ram = peak_host_bytes();
-    o.metrics["compute_busy"] = r.busy_fraction;
-    o.metrics["data_wait_fraction"] = wait_fraction;
+    o.metrics[metric::compute_busy] = r.busy_fraction;
+    o.metrics[metric::data_wait_fraction] = wait_fraction;
     // Of the loader's calls, those that found no batch ready: unlike the wait,
     // not inflated by the trainer descheduled inside the call.
-    o.metrics["starved_share"] = starved_share;
-    o.metrics["ram_bytes"] = ram;
-    o.metrics["ram_baseline_bytes"] = ram_baseline;
-    o.metrics["ram_estimate_bytes"] = estimate;
-    o.metrics["loss"] = last_loss;
+    o.metrics[metric::starved_share] = starved_share;
+    o.metrics[metric::ram_bytes] = ram;
+    o.metrics[metric::ram_baseline_bytes] = ram_baseline;
+    o.metrics[metric::ram_estimate_bytes] = estimate;
+    o.metrics[metric::loss] = last_loss;
     mark_if_over_ram_limit(o, ram, ram_limit);
     // No device to copy to: page-locking changes nothing here.
     if (config.find("pin_memory")) o.labels["ignored"] = "pin_memory";

@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "search/metric_names.hpp"
 #include "workloads/failure_reading.hpp"
 #include "workloads/subprocess.hpp"
 #include "workloads/workload.hpp"
@@ -180,12 +181,12 @@ Outcome Workload::interpret(const ExternalRun& run, const TrialContext& ctx) con
     o.labels["ignored"] = (*result)["ignored"].get<std::string>();
   // It wrote or printed its result, then did not exit (a teardown that
   // hung): stopped, and what it measured stands.
-  if (after_result) o.metrics["stopped_after_result"] = 1;
+  if (after_result) o.metrics[metric::stopped_after_result] = 1;
   return o;
 }
 
 Outcome with_run_facts(Outcome o, const ExternalRun& run) {
-  if (!o.metric("ram_bytes") && run.peak_ram_bytes > 0) o.metrics["ram_bytes"] = run.peak_ram_bytes;
+  if (!o.metric(metric::ram_bytes) && run.peak_ram_bytes > 0) o.metrics[metric::ram_bytes] = run.peak_ram_bytes;
   if (o.seconds <= 0) o.seconds = run.wall_s;  // a forked workload may report its own (simulated) seconds
   return o;
 }

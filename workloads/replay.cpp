@@ -1,5 +1,6 @@
 #include "workloads/replay.hpp"
 
+#include "search/metric_names.hpp"
 #include "workloads/pipeline_knobs.hpp"
 
 #include <algorithm>
@@ -145,9 +146,9 @@ class ReplayWorkload final : public Workload {
       // clock (racing included), its windows scattering as recorded; start-up
       // as recorded when the table has it.
       VirtualClock clock = m_clock;
-      if (o.seconds > 0 && o.metric("measure_seconds"))
-        clock.startup_s = std::max(0.0, o.seconds - *o.metric("measure_seconds"));
-      measure_on_virtual_clock(o, config, ctx, rng(), clock, o.metric("throughput_rsd").value_or(0));
+      if (o.seconds > 0 && o.metric(metric::measure_seconds))
+        clock.startup_s = std::max(0.0, o.seconds - *o.metric(metric::measure_seconds));
+      measure_on_virtual_clock(o, config, ctx, rng(), clock, o.metric(metric::throughput_rsd).value_or(0));
     }
     return o;
   }

@@ -198,7 +198,7 @@ TEST_F(ConfirmRun, AnInterruptedSearchIsNotConfirmed) {
       },
       {});
   clear_interrupt();
-  EXPECT_EQ(r.stopped_by, "interrupted");
+  EXPECT_EQ(r.stopped_by, RunEnd::interrupted);
   EXPECT_TRUE(r.confirmations.empty());
   EXPECT_EQ(batch(s, r.best), 128);
 }

@@ -158,7 +158,7 @@ TEST(Report, AnswerAndBaselineAreTunedYamls) {
   ASSERT_EQ(run_cli(dir, "--config space.yaml --quiet --strategy bo").status, 0);
   const JournalStudy s = read_journal_study(dir.path() / "tuned.journal.jsonl");
   EXPECT_TRUE(s.state.complete);
-  EXPECT_EQ(s.state.stopped_by, "budget");
+  EXPECT_EQ(s.state.stopped_by, RunEnd::budget);
   EXPECT_FALSE(s.result.confirmations.empty()) << "confirm: 2 re-measured";
   // The emitter's own text for the rebuilt study, against what the run wrote.
   const std::string ours = render_tuned_yaml(s.spec, s.result);

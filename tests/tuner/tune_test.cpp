@@ -89,7 +89,7 @@ TEST_F(TuneTest, GridFindsTheExhaustiveOptimum) {
   }
   Study r = run_tuning(spec, measure_with(*w), {});
   EXPECT_EQ(r.trials.size(), all->size());
-  EXPECT_EQ(r.stopped_by, "exhausted");
+  EXPECT_EQ(r.stopped_by, RunEnd::exhausted);
   ASSERT_TRUE(r.best_outcome);
   EXPECT_DOUBLE_EQ(r.best_outcome->throughput, optimum);
   std::set<Config> seen;
@@ -101,7 +101,7 @@ TEST_F(TuneTest, BudgetStopsTheRunAndBaselineIsTheFirstInitial) {
   auto w = synthetic(0.02);
   Study r = run_tuning(spec, measure_with(*w), {});
   EXPECT_EQ(r.trials.size(), 12u);
-  EXPECT_EQ(r.stopped_by, "budget");
+  EXPECT_EQ(r.stopped_by, RunEnd::budget);
   ASSERT_TRUE(r.baseline);
   EXPECT_EQ(r.baseline->config, spec.search.initial.front());
   EXPECT_EQ(r.trials.front().config, spec.search.initial.front());
@@ -267,7 +267,7 @@ TEST_F(TuneTest, InterruptStopsAfterTheCurrentTrial) {
       },
       {});
   clear_interrupt();
-  EXPECT_EQ(r.stopped_by, "interrupted");
+  EXPECT_EQ(r.stopped_by, RunEnd::interrupted);
   EXPECT_EQ(r.trials.size(), 4u);
   EXPECT_TRUE(r.best_outcome);
 }
@@ -396,7 +396,7 @@ TEST_F(TuneTest, UntilConvergedEndsBoEarlyWithTheSameAnswerAndAGridRunsToItsEnd)
   spec.output.journal = m_dir / "converged.journal.jsonl";
   spec.search.until_converged = true;
   const Study r = run_tuning(spec, measure_with(*w), {});
-  EXPECT_EQ(r.stopped_by, "converged");
+  EXPECT_EQ(r.stopped_by, RunEnd::converged);
   EXPECT_LT(r.trials.size(), 150u);
   EXPECT_GT(r.trials.size(), 7u) << "not inside the initial design (d + 1 = 7 points)";
   ASSERT_TRUE(r.best_outcome && whole.best_outcome);
@@ -406,7 +406,7 @@ TEST_F(TuneTest, UntilConvergedEndsBoEarlyWithTheSameAnswerAndAGridRunsToItsEnd)
   grid.output.journal = m_dir / "grid.journal.jsonl";
   grid.search.until_converged = true;
   const Study g = run_tuning(grid, measure_with(*w), {});
-  EXPECT_EQ(g.stopped_by, "exhausted");
+  EXPECT_EQ(g.stopped_by, RunEnd::exhausted);
 }
 
 // Racing through the tuning loop: a bar is given once a trial was measured

@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "search/metric_names.hpp"
 #include "workloads/cuda/cuda_arch.hpp"
 #include "workloads/cuda/cuda_check.hpp"
 #include "workloads/cuda/cuda_handles.hpp"
@@ -269,7 +270,7 @@ class CudaWorkload final : public Workload {
                                                             "limit {}",
                                                             format_bytes(device_estimate), format_bytes(context_bytes),
                                                             format_bytes(vram_limit)));
-      o.metrics["vram_estimate_bytes"] = device_estimate + context_bytes;
+      o.metrics[metric::vram_estimate_bytes] = device_estimate + context_bytes;
       return o;
     }
     DeviceArena arena(budget);
@@ -383,21 +384,21 @@ class CudaWorkload final : public Workload {
     if (r.failed || r.windows == 0) return Outcome::failure(Status::error, "the measurement produced no timed window");
     Outcome o = Outcome::success(r.throughput);
     add_measure_metrics(r, o);
-    o.metrics["startup_seconds"] = seconds_between(ctx.started, measure_began);
+    o.metrics[metric::startup_seconds] = seconds_between(ctx.started, measure_began);
     const double ram = peak_host_bytes();
     const std::int64_t samples_per_step = k.loader.batch_size * k.grad_accum;
-    o.metrics["gpu_busy"] = gpu_busy_fraction(step_device_seconds, r.throughput, samples_per_step);
+    o.metrics[metric::gpu_busy] = gpu_busy_fraction(step_device_seconds, r.throughput, samples_per_step);
     o.metrics["step_device_seconds"] = step_device_seconds;
     o.metrics["gate_timeouts"] = gate.timeouts();
-    o.metrics["vram_bytes"] = peak_used;
-    o.metrics["vram_own_bytes"] = arena.peak();
-    o.metrics["vram_context_bytes"] = context_bytes;
-    o.metrics["vram_estimate_bytes"] = device_estimate + context_bytes;
+    o.metrics[metric::vram_bytes] = peak_used;
+    o.metrics[metric::vram_own_bytes] = arena.peak();
+    o.metrics[metric::vram_context_bytes] = context_bytes;
+    o.metrics[metric::vram_estimate_bytes] = device_estimate + context_bytes;
     o.metrics["gemm_tflops"] = gemm_tflops;
     o.metrics["model_tflops"] = shape.flops_per_sample() * r.throughput / 1e12;
-    o.metrics["ram_bytes"] = ram;
-    o.metrics["ram_baseline_bytes"] = ram_baseline;
-    o.metrics["loss"] = loss;
+    o.metrics[metric::ram_bytes] = ram;
+    o.metrics[metric::ram_baseline_bytes] = ram_baseline;
+    o.metrics[metric::loss] = loss;
     if (*precision == Precision::fp16) {
       o.metrics["skipped_steps"] = static_cast<double>(last.skipped_steps);
       o.metrics["loss_scale"] = last.loss_scale;

@@ -1,0 +1,50 @@
+#pragma once
+// The names of the metrics that the tool itself reads or writes in an
+// Outcome's `metrics` (docs/output.md says what each means). A workload may
+// report any other name; these are the ones whose spelling matters to the
+// code, so they are spelled once.
+namespace autotune::metric {
+
+// Memory: peaks measured, and the estimates made before a trial.
+inline constexpr const char* ram_bytes = "ram_bytes";
+inline constexpr const char* ram_baseline_bytes = "ram_baseline_bytes";
+inline constexpr const char* ram_estimate_bytes = "ram_estimate_bytes";
+inline constexpr const char* vram_bytes = "vram_bytes";
+inline constexpr const char* vram_estimate_bytes = "vram_estimate_bytes";
+inline constexpr const char* vram_own_bytes = "vram_own_bytes";
+inline constexpr const char* vram_context_bytes = "vram_context_bytes";
+
+// Where the time went: the busy share (busy_reading reads these three).
+inline constexpr const char* compute_busy = "compute_busy";
+inline constexpr const char* data_wait_fraction = "data_wait_fraction";
+inline constexpr const char* gpu_busy = "gpu_busy";
+inline constexpr const char* starved_share = "starved_share";
+inline constexpr const char* cpu_cores = "cpu_cores";
+
+// The measurement (workloads/measure.hpp) and how it stopped.
+inline constexpr const char* throughput_rsd = "throughput_rsd";
+inline constexpr const char* throughput_ci90 = "throughput_ci90";
+inline constexpr const char* throughput_mean = "throughput_mean";
+inline constexpr const char* throughput_search = "throughput_search";
+inline constexpr const char* windows = "windows";
+inline constexpr const char* mean_windows = "mean_windows";
+inline constexpr const char* repeats = "repeats";
+inline constexpr const char* raced = "raced";
+inline constexpr const char* settled_early = "settled_early";
+inline constexpr const char* stopped_by_rsd = "stopped_by_rsd";
+inline constexpr const char* stopped_on_scatter = "stopped_on_scatter";
+inline constexpr const char* stopped_on_precision = "stopped_on_precision";
+inline constexpr const char* stopped_after_result = "stopped_after_result";
+inline constexpr const char* warmup_complete = "warmup_complete";
+inline constexpr const char* warmup_drained = "warmup_drained";
+inline constexpr const char* warmup_ahead = "warmup_ahead";
+inline constexpr const char* warmup_steps = "warmup_steps";
+inline constexpr const char* warmup_seconds = "warmup_seconds";
+inline constexpr const char* timed_steps = "timed_steps";
+inline constexpr const char* measure_seconds = "measure_seconds";
+inline constexpr const char* startup_seconds = "startup_seconds";
+
+// The training itself.
+inline constexpr const char* loss = "loss";
+
+}  // namespace autotune::metric
