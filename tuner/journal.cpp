@@ -135,6 +135,9 @@ JournalContents read_journal(const std::filesystem::path& path) {
         out.header = rec;
       } else if (type == "note") {
         out.notes.push_back(rec.value("text", ""));
+      } else if (type == "recommended") {
+        const auto& c = rec.at("config");
+        out.recommendation = c.is_null() ? std::optional<Assignment>{} : std::optional<Assignment>{assignment_from_json(c)};
       } else if (type == "start") {
         out.trials.push_back({rec.at("trial").get<int>(), assignment_from_json(rec.at("config")), std::nullopt,
                               phase_of(rec)});
@@ -214,6 +217,13 @@ void JournalWriter::header(const nlohmann::json& header) {
 
 void JournalWriter::note(const std::string& text, double time_s) {
   append({{"type", "note"}, {"text", text}, {"time", time_s}});
+}
+
+void JournalWriter::recommended(const std::optional<Assignment>& config, std::string_view strategy, double time_s) {
+  append({{"type", "recommended"},
+          {"strategy", std::string(strategy)},
+          {"config", config ? to_json(*config) : nlohmann::json(nullptr)},
+          {"time", time_s}});
 }
 
 void JournalWriter::started(int trial, const Assignment& config, double time_s, Phase phase,

@@ -50,6 +50,11 @@ struct JournalContents {
   nlohmann::json header;
   std::vector<JournalTrial> trials;  // in order of start
   std::vector<std::string> notes;    // the search's diagnostics, in order
+  // The strategy's recommendation at the end of the search, as the run
+  // journaled it (the last one, after a resume): the report and a resumed
+  // run read it instead of replaying the strategy. Absent from older
+  // journals; present and empty when the strategy recommended nothing.
+  std::optional<std::optional<Assignment>> recommendation;
   bool dropped_torn_line = false;
 };
 
@@ -93,6 +98,10 @@ class JournalWriter {
   void finished(int trial, const Assignment& config, const Outcome& outcome, double time_s,
                 Phase phase = Phase::search);
   void note(const std::string& text, double time_s);
+  // {"type": "recommended", "strategy": ..., "config": {...} or null}: what
+  // the strategy recommended among the measured configurations when the
+  // search ended.
+  void recommended(const std::optional<Assignment>& config, std::string_view strategy, double time_s);
   const std::filesystem::path& path() const { return m_path; }
 
  private:

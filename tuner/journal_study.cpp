@@ -93,7 +93,8 @@ Config config_in(const SearchSpace& space, const JournalTrial& t) {
 std::string decide_answer(const Spec& spec, const JournalContents& j, Study& r) {
   std::string rule;
   std::unique_ptr<Strategy> strategy;
-  if (find_strategy(spec.search.strategy))
+  // A journal that says what the strategy recommended needs no replay.
+  if (!j.recommendation && find_strategy(spec.search.strategy))
     strategy = make_strategy(spec.search.strategy,
                              strategy_context(spec.space, spec.search.seed, spec.search.budget_trials,
                                               spec.search.initial, spec.limits));
@@ -102,7 +103,15 @@ std::string decide_answer(const Spec& spec, const JournalContents& j, Study& r) 
     if (strategy) strategy->tell(c, *t->outcome);
     r.trials.push_back({t->trial, c, *t->outcome, true});
   }
-  if (strategy) {
+  if (j.recommendation) {
+    std::optional<Config> recommended;
+    if (*j.recommendation) {
+      recommended = spec.space.from_assignment(**j.recommendation);
+      if (!recommended) throw JournalError("the recommended configuration is outside the journal's space");
+    }
+    r.settle_answer(recommended);
+    rule = fmt::format("the {} strategy's recommendation among the measured configurations", spec.search.strategy);
+  } else if (strategy) {
     r.settle_answer(strategy->recommend());
     rule = fmt::format("the {} strategy's recommendation among the measured configurations", spec.search.strategy);
   } else {

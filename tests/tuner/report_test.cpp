@@ -2,6 +2,7 @@
 // one, whose large batches run out of device or host memory) rendered in
 // headless Chromium, a journal cut short, bad input, the --text table.
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 #include <sys/wait.h>
 
 #include <algorithm>
@@ -169,6 +170,46 @@ TEST(Report, AnswerAndBaselineAreTunedYamls) {
     ASSERT_NE(a, std::string::npos) << key;
     EXPECT_EQ(ours.substr(a, ours.find("\n", a + 1) - a), theirs.substr(b, theirs.find("\n", b + 1) - b)) << key;
   }
+}
+
+// The run journals its strategy's recommendation; the report takes the
+// answer from it, without replaying the strategy (which a later build may
+// not even have).
+TEST(Report, TheAnswerComesFromTheJournaledRecommendationNotAReplay) {
+  ScratchDir dir;
+  dir.write("space.yaml", synthetic_spec(30), false);
+  ASSERT_EQ(run_cli(dir, "--config space.yaml --quiet --strategy bo").status, 0);
+  const auto journal = dir.path() / "tuned.journal.jsonl";
+  const JournalStudy run = read_journal_study(journal);
+  ASSERT_TRUE(run.result.best.has_value());
+  std::vector<std::string> lines;
+  int recommended = 0;
+  {
+    std::ifstream in(journal);
+    for (std::string line; std::getline(in, line);) {
+      auto rec = nlohmann::json::parse(line);
+      if (rec["type"] == "recommended") {
+        ++recommended;
+        EXPECT_EQ(rec["strategy"], "bo");
+        EXPECT_TRUE(rec["config"].is_object());
+      }
+      if (rec["type"] == "header") rec["strategy"] = "retired";  // a strategy this build does not know
+      lines.push_back(rec.dump());
+    }
+  }
+  ASSERT_EQ(recommended, 1);
+  auto write = [&](const std::filesystem::path& to, bool keep_recommendation) {
+    std::ofstream out(to);
+    for (const auto& l : lines)
+      if (keep_recommendation || l.find("\"recommended\"") == std::string::npos) out << l << "\n";
+  };
+  write(dir.path() / "kept.jsonl", true);
+  const JournalStudy kept = read_journal_study(dir.path() / "kept.jsonl");
+  EXPECT_EQ(kept.result.best, run.result.best);
+  EXPECT_NE(kept.answer_rule.find("the retired strategy's recommendation"), std::string::npos) << kept.answer_rule;
+  write(dir.path() / "older.jsonl", false);  // an older journal: no record, and no strategy to replay
+  const JournalStudy older = read_journal_study(dir.path() / "older.jsonl");
+  EXPECT_NE(older.answer_rule.find("the fastest measured"), std::string::npos) << older.answer_rule;
 }
 
 // A real journal cut as a run that is still going leaves it: a trial started
