@@ -101,7 +101,9 @@ Callbacks built on the same meter, defined only where their package imports:
 pause the meter across evaluation, logging and checkpoints, and with a
 precision knob they check that the precision which ran is the one asked (an
 ``error`` saying which ran if not: Lightning on a CPU turns 16-mixed into
-bf16-mixed). The knobs as each framework's keywords, only those in ``p``::
+bf16-mixed). With the trial's ``num_workers`` at 0 they take the Trainer's
+loader as making each batch in the step (no backlog: the warm-up ends at
+its floor). The knobs as each framework's keywords, only those in ``p``::
 
     transformers.TrainingArguments(output_dir="out", max_steps=10_000, **autotune_trial.training_arguments(p))
     lightning.Trainer(max_steps=10_000, callbacks=[autotune_trial.LightningCallback(p)],
@@ -568,6 +570,10 @@ class Meter:
         prefetch = prefetch_factor if prefetch_factor is not None else p.get("prefetch_factor", 2)
         # Batches prepared before the first step: the queues plus one in each worker's hands.
         self.warmup_min_steps = max(1, int(workers or 0) * (int(prefetch or 2) + 1))
+        # The trial's own num_workers knob at 0: its DataLoader makes each
+        # batch in the step, with no backlog to outlast (the callbacks, which
+        # cannot see into a Trainer's loader, pass it to batch_ready).
+        self.loads_inline = (num_workers is not None or "num_workers" in p) and int(workers or 0) == 0
         self.done = False
         self.result = None
         self.timed_span = None
@@ -1590,7 +1596,7 @@ def _make_hf_callback():
         def on_step_begin(self, args, state, control, **kwargs):
             if self.meter.paused:
                 self.meter.resume(at=self._aside_end)  # from there to here: fetching the batch
-            self.meter.batch_ready()
+            self.meter.batch_ready(inline=self.meter.loads_inline)
 
         def on_step_end(self, args, state, control, **kwargs):
             if self._precision_failed(args) or self.meter.step_done(
@@ -1750,7 +1756,7 @@ def _make_lightning_class(bases):
             self.meter.resume()
 
         def on_train_batch_start(self, trainer, pl_module, batch, batch_idx, *args):
-            self.meter.batch_ready()
+            self.meter.batch_ready(inline=self.meter.loads_inline)
 
         def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx, *args):
             if self._precision_failed() or self.meter.step_done(_samples_in(batch, self.meter.batch_size)):

@@ -153,6 +153,10 @@ class HuggingFace(unittest.TestCase):
                     self.assertEqual(t["status"], "ok", t)
                     self.assertGreater(t["throughput"], 0)
                     self.assertIn("data_wait_fraction", t["metrics"])
+                    self.assertEqual(t["metrics"]["throughput_ci90"] <= 0.03, t["metrics"].get("stopped_on_precision") == 1,
+                                     t["metrics"])
+                    if workers == 0:  # the Trainer's loader makes each batch in the step: no backlog to outlast
+                        self.assertEqual(t["metrics"]["warmup_drained"], 1, t["metrics"])
                 fp16 = trial(finished, num_workers=workers, precision="fp16")
                 self.assertEqual(fp16["status"], "error", fp16)
                 self.assertIn("FP16", fp16["reason"])
@@ -294,6 +298,8 @@ class Lightning(unittest.TestCase):
             for workers in (0, 1):
                 t = trial(finished, num_workers=workers, max_steps=10000)
                 self.assertEqual(t["status"], "ok", t)
+                if workers == 0:
+                    self.assertEqual(t["metrics"]["warmup_drained"], 1, t["metrics"])
                 short = trial(finished, num_workers=workers, max_steps=10)
                 self.assertEqual(short["status"], "error", short)
                 self.assertIn("the training ended after 10 steps, before the measurement was complete",
