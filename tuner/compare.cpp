@@ -268,24 +268,60 @@ CompareResult run_compare(const SearchSpace& space, Workload& workload, Executor
   return result;
 }
 
-std::string write_compare_report(const CompareResult& r, const CompareOptions& options,
-                                 const std::filesystem::path& dir, std::string* plot_warning) {
-  std::filesystem::create_directories(dir);
-  {
-    std::FILE* f = std::fopen((dir / "trials.csv").c_str(), "w");
-    if (!f) throw std::runtime_error((dir / "trials.csv").string() + ": cannot write");
-    write_csv_row(f, {"strategy", "seed", "trial", "status", "measured", "recommended_true", "fraction_of_optimum",
-                      "proposal_ms", "seconds", "elapsed_s", "raced", "trial_true", "config", "answer", "proposed_as"});
-    for (const auto& t : r.trials)
-      write_csv_row(f, {t.strategy, std::to_string(options.seed + static_cast<std::uint64_t>(t.repeat)),
-                        std::to_string(t.trial), std::string(to_string(t.status)), fmt::format("{:.6g}", t.measured),
-                        fmt::format("{:.6g}", t.recommended_true), fmt::format("{:.6f}", t.fraction),
-                        fmt::format("{:.4f}", t.proposal_ms), fmt::format("{:.4g}", t.seconds),
-                        fmt::format("{:.6g}", t.elapsed_s), t.raced ? "1" : "0", fmt::format("{:.6g}", t.trial_true), t.config, t.answer,
-                        t.proposed_as});
-    std::fclose(f);
-  }
+namespace {
 
+// trials.csv: one row per trial of every run.
+void write_trials_csv(const CompareResult& r, const CompareOptions& options, const std::filesystem::path& dir) {
+  std::FILE* f = std::fopen((dir / "trials.csv").c_str(), "w");
+  if (!f) throw std::runtime_error((dir / "trials.csv").string() + ": cannot write");
+  write_csv_row(f, {"strategy", "seed", "trial", "status", "measured", "recommended_true", "fraction_of_optimum",
+                    "proposal_ms", "seconds", "elapsed_s", "raced", "trial_true", "config", "answer", "proposed_as"});
+  for (const auto& t : r.trials)
+    write_csv_row(f, {t.strategy, std::to_string(options.seed + static_cast<std::uint64_t>(t.repeat)),
+                      std::to_string(t.trial), std::string(to_string(t.status)), fmt::format("{:.6g}", t.measured),
+                      fmt::format("{:.6g}", t.recommended_true), fmt::format("{:.6f}", t.fraction),
+                      fmt::format("{:.4f}", t.proposal_ms), fmt::format("{:.4g}", t.seconds),
+                      fmt::format("{:.6g}", t.elapsed_s), t.raced ? "1" : "0", fmt::format("{:.6g}", t.trial_true), t.config, t.answer,
+                      t.proposed_as});
+  std::fclose(f);
+}
+
+// One strategy's line of summary.md and row of summary.csv.
+std::pair<std::string, std::vector<std::string>> summary_row(const StrategySummary& s, const CompareOptions& options) {
+  std::string line = "| " + s.strategy + " |";
+  std::vector<std::string> row = {s.strategy};
+  for (std::size_t b = 0; b < s.budgets.size(); ++b) {
+    line += fmt::format(" {:.3f} | {:.3f} |", s.median_fraction[b], s.p10_fraction[b]);
+    row.push_back(fmt::format("{:.4f}", s.median_fraction[b]));
+    row.push_back(fmt::format("{:.4f}", s.p10_fraction[b]));
+  }
+  for (int k = 0; k < 3; ++k) {
+    line += s.evals_to[k] < 0 ? fmt::format(" >{} ({}/{}) |", options.budget, s.reached[k], options.repeats)
+                              : fmt::format(" {:.0f} |", s.evals_to[k]);
+    row.push_back(s.evals_to[k] < 0 ? "" : fmt::format("{:.1f}", s.evals_to[k]));
+  }
+  // Three significant digits: an in-process model's run takes milliseconds,
+  // not "0" seconds.
+  line += s.seconds_to_98 < 0 ? fmt::format(" never ({}/{}) |", s.reached_98, options.repeats)
+                              : fmt::format(" {:.3g} |", s.seconds_to_98);
+  line += fmt::format(" {:.3g} | {:.1f} |", s.median_total_s, s.mean_raced);
+  row.push_back(s.seconds_to_98 < 0 ? "" : fmt::format("{:.2f}", s.seconds_to_98));
+  row.push_back(fmt::format("{:.2f}", s.median_total_s));
+  row.push_back(fmt::format("{:.2f}", s.mean_raced));
+  line += fmt::format(" {:.1f} | {:.2f} | {} |\n", s.mean_failed, s.median_proposal_ms,
+                      s.strategy == "random" ? std::string("-") : fmt::format("{:.3g}", s.p_vs_random));
+  row.push_back(fmt::format("{:.2f}", s.mean_failed));
+  row.push_back(fmt::format("{:.3f}", s.median_proposal_ms));
+  row.push_back(fmt::format("{:.4g}", s.p_vs_random));
+  const bool confirmed = s.median_confirmed >= 0;
+  row.push_back(confirmed ? fmt::format("{:.4f}", s.median_confirmed) : "");
+  row.push_back(confirmed ? fmt::format("{:.4f}", s.p10_confirmed) : "");
+  row.push_back(confirmed ? fmt::format("{:.2f}", s.median_total_confirmed_s) : "");
+  return {line, row};
+}
+
+// summary.md (returned, and written) and summary.csv: one row per strategy.
+std::string write_summary(const CompareResult& r, const CompareOptions& options, const std::filesystem::path& dir) {
   // Summary: Markdown for people, CSV for scripts.
   std::string md = fmt::format("optimum: {:.6g} samples/s ({}); {} seeds per strategy, budget {}\n\n",
                                r.optimum, r.exact_optimum ? "exact, enumerated" : "best measured in this comparison",
@@ -312,35 +348,7 @@ std::string write_compare_report(const CompareResult& r, const CompareOptions& o
     scols.emplace_back(c);
   if (sf) write_csv_row(sf, scols);
   for (const auto& s : r.summary) {
-    std::string line = "| " + s.strategy + " |";
-    std::vector<std::string> row = {s.strategy};
-    for (std::size_t b = 0; b < s.budgets.size(); ++b) {
-      line += fmt::format(" {:.3f} | {:.3f} |", s.median_fraction[b], s.p10_fraction[b]);
-      row.push_back(fmt::format("{:.4f}", s.median_fraction[b]));
-      row.push_back(fmt::format("{:.4f}", s.p10_fraction[b]));
-    }
-    for (int k = 0; k < 3; ++k) {
-      line += s.evals_to[k] < 0 ? fmt::format(" >{} ({}/{}) |", options.budget, s.reached[k], options.repeats)
-                                : fmt::format(" {:.0f} |", s.evals_to[k]);
-      row.push_back(s.evals_to[k] < 0 ? "" : fmt::format("{:.1f}", s.evals_to[k]));
-    }
-    // Three significant digits: an in-process model's run takes milliseconds,
-    // not "0" seconds.
-    line += s.seconds_to_98 < 0 ? fmt::format(" never ({}/{}) |", s.reached_98, options.repeats)
-                                : fmt::format(" {:.3g} |", s.seconds_to_98);
-    line += fmt::format(" {:.3g} | {:.1f} |", s.median_total_s, s.mean_raced);
-    row.push_back(s.seconds_to_98 < 0 ? "" : fmt::format("{:.2f}", s.seconds_to_98));
-    row.push_back(fmt::format("{:.2f}", s.median_total_s));
-    row.push_back(fmt::format("{:.2f}", s.mean_raced));
-    line += fmt::format(" {:.1f} | {:.2f} | {} |\n", s.mean_failed, s.median_proposal_ms,
-                        s.strategy == "random" ? std::string("-") : fmt::format("{:.3g}", s.p_vs_random));
-    row.push_back(fmt::format("{:.2f}", s.mean_failed));
-    row.push_back(fmt::format("{:.3f}", s.median_proposal_ms));
-    row.push_back(fmt::format("{:.4g}", s.p_vs_random));
-    const bool confirmed = s.median_confirmed >= 0;
-    row.push_back(confirmed ? fmt::format("{:.4f}", s.median_confirmed) : "");
-    row.push_back(confirmed ? fmt::format("{:.4f}", s.p10_confirmed) : "");
-    row.push_back(confirmed ? fmt::format("{:.2f}", s.median_total_confirmed_s) : "");
+    auto [line, row] = summary_row(s, options);
     md += line;
     if (sf) write_csv_row(sf, row);
   }
@@ -360,7 +368,54 @@ std::string write_compare_report(const CompareResult& r, const CompareOptions& o
         "(the workload's seconds: simulated ones with synthetic simulated_time); seconds/run: a whole run.\n"
         "p vs random: one-sided Mann-Whitney U on the fraction at the full budget.\n";
   std::ofstream(dir / "summary.md") << md;
+  return md;
+}
 
+// One strategy's plot data: the recommendation's fraction of the optimum
+// against seconds and against trials (median and quartiles over the runs),
+// and each run's trials to 95% (budget + 1 when never reached).
+void write_plot_data(const CompareResult& r, const CompareOptions& options, const std::filesystem::path& dir,
+                     const StrategySummary& s, const std::string& stem, double longest) {
+  // The time axis: each run's recommendation as of elapsed second tau (0
+  // before its first trial), median and quartiles over the runs.
+  std::ofstream td(dir / (stem + "_best_so_far_time.dat"));
+  td << "# seconds median q25 q75\n";
+  constexpr int kPoints = 200;
+  for (int i = 0; i <= kPoints && longest > 0; ++i) {
+    const double tau = longest * i / kPoints;
+    std::vector<double> v;
+    for (int rep = 0; rep < options.repeats; ++rep) {
+      double f = 0;
+      for (const auto& x : r.trials)
+        if (x.strategy == s.strategy && x.repeat == rep && x.elapsed_s <= tau) f = x.fraction;
+      v.push_back(f);
+    }
+    td << fmt::format("{:.4g} {:.5f} {:.5f} {:.5f}\n", tau, quantile(v, 0.5), quantile(v, 0.25), quantile(v, 0.75));
+  }
+  std::ofstream d(dir / (stem + "_best_so_far.dat"));
+  d << "# trial median q25 q75\n";
+  for (int t = 1; t <= options.budget; ++t) {
+    std::vector<double> v;
+    for (const auto& x : r.trials)
+      if (x.strategy == s.strategy && x.trial == t) v.push_back(x.fraction);
+    d << fmt::format("{} {:.5f} {:.5f} {:.5f}\n", t, quantile(v, 0.5), quantile(v, 0.25), quantile(v, 0.75));
+  }
+  std::ofstream e(dir / (stem + "_evals95.dat"));
+  for (int rep = 0; rep < options.repeats; ++rep) {
+    int first = options.budget + 1;
+    for (const auto& x : r.trials)
+      if (x.strategy == s.strategy && x.repeat == rep && x.fraction >= 0.95 - 1e-12) {
+        first = x.trial;
+        break;
+      }
+    e << first << "\n";
+  }
+}
+
+// The plots' data per strategy, plots.gp, and gnuplot run on it; a warning
+// in `plot_warning` when gnuplot fails.
+void write_plots(const CompareResult& r, const CompareOptions& options, const std::filesystem::path& dir,
+                 std::string* plot_warning) {
   // Plot data: per strategy, median and quartiles of the fraction per trial;
   // evaluations to 95% per seed (budget + 1 when never reached).
   std::string bsf_plot, box_plot, xtics, time_plot;
@@ -370,40 +425,7 @@ std::string write_compare_report(const CompareResult& r, const CompareOptions& o
   for (const auto& s : r.summary) {
     ++idx;
     const std::string stem = "plot_" + s.strategy;
-    // The time axis: each run's recommendation as of elapsed second tau (0
-    // before its first trial), median and quartiles over the runs.
-    std::ofstream td(dir / (stem + "_best_so_far_time.dat"));
-    td << "# seconds median q25 q75\n";
-    constexpr int kPoints = 200;
-    for (int i = 0; i <= kPoints && longest > 0; ++i) {
-      const double tau = longest * i / kPoints;
-      std::vector<double> v;
-      for (int rep = 0; rep < options.repeats; ++rep) {
-        double f = 0;
-        for (const auto& x : r.trials)
-          if (x.strategy == s.strategy && x.repeat == rep && x.elapsed_s <= tau) f = x.fraction;
-        v.push_back(f);
-      }
-      td << fmt::format("{:.4g} {:.5f} {:.5f} {:.5f}\n", tau, quantile(v, 0.5), quantile(v, 0.25), quantile(v, 0.75));
-    }
-    std::ofstream d(dir / (stem + "_best_so_far.dat"));
-    d << "# trial median q25 q75\n";
-    for (int t = 1; t <= options.budget; ++t) {
-      std::vector<double> v;
-      for (const auto& x : r.trials)
-        if (x.strategy == s.strategy && x.trial == t) v.push_back(x.fraction);
-      d << fmt::format("{} {:.5f} {:.5f} {:.5f}\n", t, quantile(v, 0.5), quantile(v, 0.25), quantile(v, 0.75));
-    }
-    std::ofstream e(dir / (stem + "_evals95.dat"));
-    for (int rep = 0; rep < options.repeats; ++rep) {
-      int first = options.budget + 1;
-      for (const auto& x : r.trials)
-        if (x.strategy == s.strategy && x.repeat == rep && x.fraction >= 0.95 - 1e-12) {
-          first = x.trial;
-          break;
-        }
-      e << first << "\n";
-    }
+    write_plot_data(r, options, dir, s, stem, longest);
     const std::string sep = bsf_plot.empty() ? "" : ", \\\n     ";
     bsf_plot += fmt::format(
         "{}'{}_best_so_far.dat' using 1:3:4 with filledcurves fs transparent solid 0.18 lc {} notitle, \\\n"
@@ -440,6 +462,16 @@ std::string write_compare_report(const CompareResult& r, const CompareOptions& o
   if (std::system(cmd.c_str()) != 0 && plot_warning)
     *plot_warning = "gnuplot failed or is not installed (see " + (dir / "gnuplot.log").string() +
                     "); the data and plots.gp are written";
+}
+
+}  // namespace
+
+std::string write_compare_report(const CompareResult& r, const CompareOptions& options,
+                                 const std::filesystem::path& dir, std::string* plot_warning) {
+  std::filesystem::create_directories(dir);
+  write_trials_csv(r, options, dir);
+  const std::string md = write_summary(r, options, dir);
+  write_plots(r, options, dir, plot_warning);
   return md;
 }
 
