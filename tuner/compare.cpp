@@ -84,11 +84,12 @@ CompareResult run_compare(const SearchSpace& space, Workload& workload, const Me
   return run_compare(space, workload, *executor, settings, options, progress);
 }
 
-CompareResult run_compare(const SearchSpace& space, Workload& workload, Executor& executor,
-                          const TrialSettings& settings, const CompareOptions& options,
-                          const std::function<void(const std::string&)>& progress) {
-  CompareResult result;
-  // The exact optimum when the workload knows its noise-free answers.
+namespace {
+
+// The noise-free throughput of every configuration, where the workload
+// knows it (sets result.exact_optimum and result.optimum); empty otherwise.
+std::map<Config, double> exact_truth(const SearchSpace& space, Workload& workload, const CompareOptions& options,
+                                     CompareResult& result) {
   std::map<Config, double> truth;
   if (auto all = space.enumerate(); all && !all->empty() && workload.expected(space.to_assignment(all->front()))) {
     result.exact_optimum = true;
@@ -99,6 +100,14 @@ CompareResult run_compare(const SearchSpace& space, Workload& workload, Executor
       result.optimum = std::max(result.optimum, v);
     }
   }
+  return truth;
+}
+
+// One strategy's run with one seed, as tuning runs it: its trials (and,
+// with options.confirm, its confirmations) appended to `result`.
+void run_one(const SearchSpace& space, Executor& executor, const TrialSettings& settings,
+             const CompareOptions& options, const std::map<Config, double>& truth, const std::string& name, int rep,
+             CompareResult& result) {
   // The true throughput of a study's answer when the workload knows it, else
   // what was measured; 0 without an answer.
   auto answer_true = [&truth](const Study& st) {
@@ -106,87 +115,163 @@ CompareResult run_compare(const SearchSpace& space, Workload& workload, Executor
     auto it = truth.find(*st.best);
     return it != truth.end() ? it->second : st.best_outcome->throughput;
   };
-
-  for (const auto& name : options.strategies) {
-    for (int rep = 0; rep < options.repeats; ++rep) {
-      const StrategyContext ctx = strategy_context(space, options.seed + static_cast<std::uint64_t>(rep),
-                                                   options.budget, options.initial, options.limits);
-      auto strategy = make_strategy(name, ctx);
-      TrialSettings run_settings = settings;
-      run_settings.seed = ctx.seed;
-      run_settings.limits = options.limits;
-      Scheduler scheduler(executor, run_settings);
-      Study study;                        // this run's trials: the answer is settled as in tuning
-      double elapsed = 0;
-      CompareTrial last;
-      for (int t = 1; t <= options.budget; ++t) {
-        const auto t0 = std::chrono::steady_clock::now();
-        std::optional<Config> c;
-        if (!(options.until_converged && strategy->converged())) c = strategy->ask();
-        const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-        CompareTrial row;
-        row.strategy = name;
-        row.repeat = rep;
-        row.trial = t;
-        if (!c) {  // exhausted or converged: the recommendation stands for the rest of the budget
-          row = last;
-          row.trial = t;
-          row.status = Status::ok;
-          row.measured = 0;
-          row.proposal_ms = 0;
-          row.seconds = 0;
-          row.raced = false;
-          row.trial_true = 0;
-          row.config.clear();
-          row.proposed_as.clear();
-          result.trials.push_back(row);
-          continue;
-        }
-        // The seed follows the configuration, not the trial: every strategy
-        // meets the same noise on the same configuration.
-        scheduler.submit(t, space.to_assignment(*c), config_id(space, *c), race_bar(study.trials, options.race_margin));
-        const Outcome o = scheduler.wait_next().outcome;
-        strategy->tell(*c, o);
-        study.trials.push_back({t, *c, o, false});
-        elapsed += o.seconds;
-        row.status = o.status;
-        row.measured = o.ok() ? o.throughput : 0.0;
-        row.proposal_ms = ms;
-        row.seconds = o.seconds;
-        row.elapsed_s = elapsed;
-        row.raced = was_raced(o);
-        row.config = space.to_assignment(*c).describe();
-        row.proposed_as = strategy->proposed_as();  // tell() leaves what the last ask() proposed
-        if (o.ok())
-          if (auto it = truth.find(*c); it != truth.end()) row.trial_true = it->second;
-        study.settle_answer(strategy->recommend());
-        row.recommended_true = answer_true(study);
-        row.answer = study.best ? space.to_assignment(*study.best).describe() : std::string();
-        result.trials.push_back(row);
-        last = row;
-      }
-      if (options.confirm > 0) {
-        // As tuning does: the best few measured once more, the answer chosen
-        // on all their runs. A configuration's second measurement has a seed
-        // of its own (the first's would repeat its noise).
-        CompareRunEnd end;
-        end.strategy = name;
-        end.repeat = rep;
-        const std::vector<Config> candidates = confirm_candidates(study.trials, study.best, options.confirm);
-        int k = options.budget;
-        for (const auto& c : candidates) {
-          scheduler.submit(++k, space.to_assignment(c), config_id(space, c) ^ kConfirmSeedSalt);
-          const Outcome o = scheduler.wait_next().outcome;
-          end.confirm_seconds += o.seconds;
-          study.confirmations.push_back({k, c, o, false});
-        }
-        choose_confirmed(candidates, study);
-        end.confirmed_true = answer_true(study);
-        result.runs.push_back(end);
-      }
-      if (progress) progress(fmt::format("{} seed {} done", name, ctx.seed));
+  const StrategyContext ctx = strategy_context(space, options.seed + static_cast<std::uint64_t>(rep),
+                                               options.budget, options.initial, options.limits);
+  auto strategy = make_strategy(name, ctx);
+  TrialSettings run_settings = settings;
+  run_settings.seed = ctx.seed;
+  run_settings.limits = options.limits;
+  Scheduler scheduler(executor, run_settings);
+  Study study;                        // this run's trials: the answer is settled as in tuning
+  double elapsed = 0;
+  CompareTrial last;
+  for (int t = 1; t <= options.budget; ++t) {
+    const auto t0 = std::chrono::steady_clock::now();
+    std::optional<Config> c;
+    if (!(options.until_converged && strategy->converged())) c = strategy->ask();
+    const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    CompareTrial row;
+    row.strategy = name;
+    row.repeat = rep;
+    row.trial = t;
+    if (!c) {  // exhausted or converged: the recommendation stands for the rest of the budget
+      row = last;
+      row.trial = t;
+      row.status = Status::ok;
+      row.measured = 0;
+      row.proposal_ms = 0;
+      row.seconds = 0;
+      row.raced = false;
+      row.trial_true = 0;
+      row.config.clear();
+      row.proposed_as.clear();
+      result.trials.push_back(row);
+      continue;
     }
+    // The seed follows the configuration, not the trial: every strategy
+    // meets the same noise on the same configuration.
+    scheduler.submit(t, space.to_assignment(*c), config_id(space, *c), race_bar(study.trials, options.race_margin));
+    const Outcome o = scheduler.wait_next().outcome;
+    strategy->tell(*c, o);
+    study.trials.push_back({t, *c, o, false});
+    elapsed += o.seconds;
+    row.status = o.status;
+    row.measured = o.ok() ? o.throughput : 0.0;
+    row.proposal_ms = ms;
+    row.seconds = o.seconds;
+    row.elapsed_s = elapsed;
+    row.raced = was_raced(o);
+    row.config = space.to_assignment(*c).describe();
+    row.proposed_as = strategy->proposed_as();  // tell() leaves what the last ask() proposed
+    if (o.ok())
+      if (auto it = truth.find(*c); it != truth.end()) row.trial_true = it->second;
+    study.settle_answer(strategy->recommend());
+    row.recommended_true = answer_true(study);
+    row.answer = study.best ? space.to_assignment(*study.best).describe() : std::string();
+    result.trials.push_back(row);
+    last = row;
   }
+  if (options.confirm > 0) {
+    // As tuning does: the best few measured once more, the answer chosen
+    // on all their runs. A configuration's second measurement has a seed
+    // of its own (the first's would repeat its noise).
+    CompareRunEnd end;
+    end.strategy = name;
+    end.repeat = rep;
+    const std::vector<Config> candidates = confirm_candidates(study.trials, study.best, options.confirm);
+    int k = options.budget;
+    for (const auto& c : candidates) {
+      scheduler.submit(++k, space.to_assignment(c), config_id(space, c) ^ kConfirmSeedSalt);
+      const Outcome o = scheduler.wait_next().outcome;
+      end.confirm_seconds += o.seconds;
+      study.confirmations.push_back({k, c, o, false});
+    }
+    choose_confirmed(candidates, study);
+    end.confirmed_true = answer_true(study);
+    result.runs.push_back(end);
+  }
+}
+
+// One strategy's summary over its runs in `result`; its fraction at the
+// full budget per run goes to `final_fraction`.
+StrategySummary summarise(const std::string& name, const CompareResult& result, const CompareOptions& options,
+                          const std::vector<int>& budgets, std::vector<double>& final_fraction) {
+  StrategySummary s;
+  s.strategy = name;
+  s.budgets = budgets;
+  std::vector<std::vector<double>> at(budgets.size());
+  std::vector<double> evals[3], failed, proposal, to_98, total_s, raced;
+  for (int rep = 0; rep < options.repeats; ++rep) {
+    std::vector<const CompareTrial*> run;
+    for (const auto& t : result.trials)
+      if (t.strategy == name && t.repeat == rep) run.push_back(&t);
+    int fails = 0, races = 0;
+    double first_98 = std::numeric_limits<double>::infinity();
+    for (const auto* t : run) {
+      fails += t->status != Status::ok;
+      races += t->raced;
+      if (t->proposal_ms > 0) proposal.push_back(t->proposal_ms);
+      if (!std::isfinite(first_98) && t->fraction >= 0.98 - 1e-12) first_98 = t->elapsed_s;
+    }
+    failed.push_back(fails);
+    raced.push_back(races);
+    to_98.push_back(first_98);
+    s.reached_98 += std::isfinite(first_98);
+    total_s.push_back(run.empty() ? 0.0 : run.back()->elapsed_s);
+    for (std::size_t b = 0; b < budgets.size(); ++b)
+      at[b].push_back(run.empty() ? 0.0 : run[static_cast<std::size_t>(std::min<int>(budgets[b], static_cast<int>(run.size())) - 1)]->fraction);
+    for (int k = 0; k < 3; ++k) {
+      double first = std::numeric_limits<double>::infinity();
+      for (const auto* t : run)
+        if (t->fraction >= kTargets[k] - 1e-12) {
+          first = t->trial;
+          break;
+        }
+      evals[k].push_back(first);
+      s.reached[k] += std::isfinite(first);
+    }
+    final_fraction.push_back(at.back().back());
+  }
+  for (const auto& v : at) {
+    s.median_fraction.push_back(quantile(v, 0.5));
+    s.p10_fraction.push_back(quantile(v, 0.1));
+  }
+  for (int k = 0; k < 3; ++k) {
+    const double med = quantile(evals[k], 0.5);
+    s.evals_to[k] = std::isfinite(med) ? med : -1;
+  }
+  const double med_98 = quantile(to_98, 0.5);
+  s.seconds_to_98 = std::isfinite(med_98) ? med_98 : -1;
+  s.median_total_s = quantile(total_s, 0.5);
+  std::vector<double> confirmed, total_confirmed;
+  for (const auto& e : result.runs)
+    if (e.strategy == name) {
+      confirmed.push_back(e.confirmed_fraction);
+      total_confirmed.push_back(total_s[static_cast<std::size_t>(e.repeat)] + e.confirm_seconds);
+    }
+  if (!confirmed.empty()) {
+    s.median_confirmed = quantile(confirmed, 0.5);
+    s.p10_confirmed = quantile(confirmed, 0.1);
+    s.median_total_confirmed_s = quantile(total_confirmed, 0.5);
+  }
+  s.mean_raced = std::accumulate(raced.begin(), raced.end(), 0.0) / std::max<std::size_t>(1, raced.size());
+  s.mean_failed = std::accumulate(failed.begin(), failed.end(), 0.0) / std::max<std::size_t>(1, failed.size());
+  s.median_proposal_ms = proposal.empty() ? 0 : quantile(proposal, 0.5);
+  return s;
+}
+
+}  // namespace
+
+CompareResult run_compare(const SearchSpace& space, Workload& workload, Executor& executor,
+                          const TrialSettings& settings, const CompareOptions& options,
+                          const std::function<void(const std::string&)>& progress) {
+  CompareResult result;
+  const std::map<Config, double> truth = exact_truth(space, workload, options, result);
+  for (const auto& name : options.strategies)
+    for (int rep = 0; rep < options.repeats; ++rep) {
+      run_one(space, executor, settings, options, truth, name, rep, result);
+      if (progress) progress(fmt::format("{} seed {} done", name, options.seed + static_cast<std::uint64_t>(rep)));
+    }
   if (!result.exact_optimum)
     for (const auto& t : result.trials) result.optimum = std::max(result.optimum, t.measured);
   for (auto& t : result.trials) t.fraction = result.optimum > 0 ? t.recommended_true / result.optimum : 0.0;
@@ -198,70 +283,8 @@ CompareResult run_compare(const SearchSpace& space, Workload& workload, Executor
     if (b <= options.budget) budgets.push_back(b);
   if (std::find(budgets.begin(), budgets.end(), options.budget) == budgets.end()) budgets.push_back(options.budget);
   std::map<std::string, std::vector<double>> final_fraction;
-  for (const auto& name : options.strategies) {
-    StrategySummary s;
-    s.strategy = name;
-    s.budgets = budgets;
-    std::vector<std::vector<double>> at(budgets.size());
-    std::vector<double> evals[3], failed, proposal, to_98, total_s, raced;
-    for (int rep = 0; rep < options.repeats; ++rep) {
-      std::vector<const CompareTrial*> run;
-      for (const auto& t : result.trials)
-        if (t.strategy == name && t.repeat == rep) run.push_back(&t);
-      int fails = 0, races = 0;
-      double first_98 = std::numeric_limits<double>::infinity();
-      for (const auto* t : run) {
-        fails += t->status != Status::ok;
-        races += t->raced;
-        if (t->proposal_ms > 0) proposal.push_back(t->proposal_ms);
-        if (!std::isfinite(first_98) && t->fraction >= 0.98 - 1e-12) first_98 = t->elapsed_s;
-      }
-      failed.push_back(fails);
-      raced.push_back(races);
-      to_98.push_back(first_98);
-      s.reached_98 += std::isfinite(first_98);
-      total_s.push_back(run.empty() ? 0.0 : run.back()->elapsed_s);
-      for (std::size_t b = 0; b < budgets.size(); ++b)
-        at[b].push_back(run.empty() ? 0.0 : run[static_cast<std::size_t>(std::min<int>(budgets[b], static_cast<int>(run.size())) - 1)]->fraction);
-      for (int k = 0; k < 3; ++k) {
-        double first = std::numeric_limits<double>::infinity();
-        for (const auto* t : run)
-          if (t->fraction >= kTargets[k] - 1e-12) {
-            first = t->trial;
-            break;
-          }
-        evals[k].push_back(first);
-        s.reached[k] += std::isfinite(first);
-      }
-      final_fraction[name].push_back(at.back().back());
-    }
-    for (const auto& v : at) {
-      s.median_fraction.push_back(quantile(v, 0.5));
-      s.p10_fraction.push_back(quantile(v, 0.1));
-    }
-    for (int k = 0; k < 3; ++k) {
-      const double med = quantile(evals[k], 0.5);
-      s.evals_to[k] = std::isfinite(med) ? med : -1;
-    }
-    const double med_98 = quantile(to_98, 0.5);
-    s.seconds_to_98 = std::isfinite(med_98) ? med_98 : -1;
-    s.median_total_s = quantile(total_s, 0.5);
-    std::vector<double> confirmed, total_confirmed;
-    for (const auto& e : result.runs)
-      if (e.strategy == name) {
-        confirmed.push_back(e.confirmed_fraction);
-        total_confirmed.push_back(total_s[static_cast<std::size_t>(e.repeat)] + e.confirm_seconds);
-      }
-    if (!confirmed.empty()) {
-      s.median_confirmed = quantile(confirmed, 0.5);
-      s.p10_confirmed = quantile(confirmed, 0.1);
-      s.median_total_confirmed_s = quantile(total_confirmed, 0.5);
-    }
-    s.mean_raced = std::accumulate(raced.begin(), raced.end(), 0.0) / std::max<std::size_t>(1, raced.size());
-    s.mean_failed = std::accumulate(failed.begin(), failed.end(), 0.0) / std::max<std::size_t>(1, failed.size());
-    s.median_proposal_ms = proposal.empty() ? 0 : quantile(proposal, 0.5);
-    result.summary.push_back(std::move(s));
-  }
+  for (const auto& name : options.strategies)
+    result.summary.push_back(summarise(name, result, options, budgets, final_fraction[name]));
   if (final_fraction.count("random"))
     for (auto& s : result.summary)
       s.p_vs_random = s.strategy == "random" ? 1.0 : mann_whitney_p_greater(final_fraction[s.strategy], final_fraction["random"]);
