@@ -45,6 +45,11 @@ class SpaceReader {
  private:
   void read_space(const Entry& e);
   std::optional<Parameter> read_parameter(const Entry& e, const std::string& path);
+  // The integer domain forms, each filling `param` (false: an error was
+  // reported, here or before: `ok` false).
+  bool read_range(const Entry& form, const Entry* step, const std::string& path, bool ok, Parameter& param);
+  bool read_log(const Entry& form, const Entry* points, const std::string& path, bool ok, Parameter& param);
+  bool read_pow2(const Entry& form, const std::string& path, bool ok, Parameter& param);
   bool check_known_knob(const Parameter& param, const Entry& e, const std::string& path);
   bool read_memory_use(const Entry& e, const std::string& path, Parameter& param);
   std::optional<std::vector<Value>> read_values(const YAML::Node& list, Loc at, const std::string& path,
@@ -187,69 +192,84 @@ std::optional<Parameter> SpaceReader::read_parameter(const Entry& e, const std::
     return param;
   }
 
-  if (form.key == "range") {
-    std::int64_t st = 1;
-    if (step && form.key == "range") {
-      auto s = m_r.get_int(step->value, step->loc, child(path, "step"));
-      if (s && *s <= 0) {
-        m_r.fail(step->loc, child(path, "step"), "a step > 0", quote(step->value.Scalar()));
-        s.reset();
-      }
-      if (!s) ok = false;
-      else st = *s;
-    }
-    auto b = read_bounds(form, fpath, std::numeric_limits<std::int64_t>::min());
-    if (!b || !ok) return std::nullopt;
-    // Unsigned arithmetic: hi - lo may not fit in int64.
-    const auto span = static_cast<std::uint64_t>(b->second) - static_cast<std::uint64_t>(b->first);
-    if (span / static_cast<std::uint64_t>(st) >= kMaxDomainSize) {
-      m_r.fail(form.loc, fpath, fmt::format("a range of at most {} values", kMaxDomainSize),
-               fmt::format("[{}, {}] with step {}", b->first, b->second, st));
-      return std::nullopt;
-    }
-    for (std::uint64_t off = 0; off <= span; off += static_cast<std::uint64_t>(st))
-      param.values.emplace_back(static_cast<std::int64_t>(static_cast<std::uint64_t>(b->first) + off));
-    param.scale = Scale::linear;
-    return param;
-  }
+  bool read = false;
+  if (form.key == "range") read = read_range(form, step, path, ok, param);
+  else if (form.key == "log") read = read_log(form, points, path, ok, param);
+  else read = read_pow2(form, path, ok, param);
+  return read ? std::optional<Parameter>(std::move(param)) : std::nullopt;
+}
 
-  if (form.key == "log") {
-    int n = kDefaultLogPoints;
-    if (points) {
-      auto p = m_r.get_int(points->value, points->loc, child(path, "points"), 2, 1000);
-      if (!p) ok = false;
-      else n = static_cast<int>(*p);
+// {range: [lo, hi], step: s}: every s-th integer from lo to hi.
+bool SpaceReader::read_range(const Entry& form, const Entry* step, const std::string& parent, bool ok,
+                             Parameter& param) {
+  const std::string fpath = child(parent, form.key);
+  std::int64_t st = 1;
+  if (step) {
+    auto s = m_r.get_int(step->value, step->loc, child(parent, "step"));
+    if (s && *s <= 0) {
+      m_r.fail(step->loc, child(parent, "step"), "a step > 0", quote(step->value.Scalar()));
+      s.reset();
     }
-    auto b = read_bounds(form, fpath, 1);
-    if (!b || !ok) return std::nullopt;
-    // A geometric ladder: round(lo * r^k), k = 0..n-1, r = (hi/lo)^(1/(n-1)),
-    // deduplicated (small ranges give fewer than n distinct integers), so
-    // lo and hi are always the ends.
-    const double lo = static_cast<double>(b->first), hi = static_cast<double>(b->second);
-    const double r = std::pow(hi / lo, 1.0 / (n - 1));
-    std::vector<std::int64_t> ladder;
-    for (int k = 0; k < n; ++k) {
-      auto v = k == n - 1 ? b->second : static_cast<std::int64_t>(std::llround(lo * std::pow(r, k)));
-      v = std::clamp(v, b->first, b->second);
-      if (ladder.empty() || v > ladder.back()) ladder.push_back(v);
-    }
-    for (auto v : ladder) param.values.emplace_back(v);
-    param.scale = Scale::log;
-    return param;
+    if (!s) ok = false;
+    else st = *s;
   }
+  auto b = read_bounds(form, fpath, std::numeric_limits<std::int64_t>::min());
+  if (!b || !ok) return false;
+  // Unsigned arithmetic: hi - lo may not fit in int64.
+  const auto span = static_cast<std::uint64_t>(b->second) - static_cast<std::uint64_t>(b->first);
+  if (span / static_cast<std::uint64_t>(st) >= kMaxDomainSize) {
+    m_r.fail(form.loc, fpath, fmt::format("a range of at most {} values", kMaxDomainSize),
+             fmt::format("[{}, {}] with step {}", b->first, b->second, st));
+    return false;
+  }
+  for (std::uint64_t off = 0; off <= span; off += static_cast<std::uint64_t>(st))
+    param.values.emplace_back(static_cast<std::int64_t>(static_cast<std::uint64_t>(b->first) + off));
+  param.scale = Scale::linear;
+  return true;
+}
 
-  // pow2
+// {log: [lo, hi], points: n}: a geometric ladder of n integers from lo to hi.
+bool SpaceReader::read_log(const Entry& form, const Entry* points, const std::string& parent, bool ok,
+                           Parameter& param) {
+  const std::string fpath = child(parent, form.key);
+  int n = kDefaultLogPoints;
+  if (points) {
+    auto p = m_r.get_int(points->value, points->loc, child(parent, "points"), 2, 1000);
+    if (!p) ok = false;
+    else n = static_cast<int>(*p);
+  }
   auto b = read_bounds(form, fpath, 1);
-  if (!b || !ok) return std::nullopt;
+  if (!b || !ok) return false;
+  // A geometric ladder: round(lo * r^k), k = 0..n-1, r = (hi/lo)^(1/(n-1)),
+  // deduplicated (small ranges give fewer than n distinct integers), so
+  // lo and hi are always the ends.
+  const double lo = static_cast<double>(b->first), hi = static_cast<double>(b->second);
+  const double r = std::pow(hi / lo, 1.0 / (n - 1));
+  std::vector<std::int64_t> ladder;
+  for (int k = 0; k < n; ++k) {
+    auto v = k == n - 1 ? b->second : static_cast<std::int64_t>(std::llround(lo * std::pow(r, k)));
+    v = std::clamp(v, b->first, b->second);
+    if (ladder.empty() || v > ladder.back()) ladder.push_back(v);
+  }
+  for (auto v : ladder) param.values.emplace_back(v);
+  param.scale = Scale::log;
+  return true;
+}
+
+// {pow2: [lo, hi]}: the powers of two from lo to hi.
+bool SpaceReader::read_pow2(const Entry& form, const std::string& parent, bool ok, Parameter& param) {
+  const std::string fpath = child(parent, form.key);
+  auto b = read_bounds(form, fpath, 1);
+  if (!b || !ok) return false;
   for (std::int64_t p = 1; p > 0 && p <= b->second; p = p <= (INT64_MAX / 2) ? p * 2 : -1)
     if (p >= b->first) param.values.emplace_back(p);
   if (param.values.empty()) {
     m_r.fail(form.loc, fpath, "bounds that contain a power of two",
              fmt::format("[{}, {}], an empty domain", b->first, b->second));
-    return std::nullopt;
+    return false;
   }
   param.scale = Scale::log;
-  return param;
+  return true;
 }
 
 // The well-known knobs' own domains (search/knobs.hpp): a batch of -8
