@@ -57,6 +57,47 @@ constexpr double kKnownTermRidge = 1e-6;
 constexpr double kOtherTermRidge = 1.0;
 constexpr double kReach = 0.2;        // in memory coordinates (a fifth of a knob's range)
 
+// The bytes model's terms: every product of up to kMaxDegree of `dims` (the
+// knobs that grow one memory; pinned queue buffers are workers x prefetch x
+// batch x pinning), the empty product (the constant) first.
+std::vector<std::vector<std::size_t>> memory_terms(const std::vector<std::size_t>& dims) {
+  std::vector<std::vector<std::size_t>> terms;
+  for (std::uint32_t mask = 0; mask < (1u << std::min<std::size_t>(dims.size(), 16)); ++mask) {
+    if (std::popcount(mask) > kMaxDegree) continue;
+    std::vector<std::size_t> term;
+    for (std::size_t i = 0; i < dims.size(); ++i)
+      if (mask & (1u << i)) term.push_back(dims[i]);
+    terms.push_back(std::move(term));
+  }
+  return terms;
+}
+
+// Non-negative least squares of rows x c = 1, by projected coordinate
+// descent; each term's ridge (relative to its column norm) keeps the terms
+// the rows do not identify near 0 (kKnownTermRidge).
+Eigen::VectorXd nonnegative_fit(const Eigen::MatrixXd& rows, const std::vector<double>& ridge) {
+  const Eigen::Index nt = rows.cols();
+  const Eigen::VectorXd norm2 = rows.colwise().squaredNorm();
+  Eigen::VectorXd c = Eigen::VectorXd::Zero(nt);
+  Eigen::VectorXd r = Eigen::VectorXd::Ones(rows.rows());  // 1 - rows c
+  for (int sweep = 0; sweep < 300; ++sweep) {
+    double moved = 0.0;
+    for (Eigen::Index t = 0; t < nt; ++t) {
+      if (norm2[t] <= 0) continue;
+      const double penalty = ridge[static_cast<std::size_t>(t)] * norm2[t];
+      const double next = std::max(0.0, (c[t] * norm2[t] + rows.col(t).dot(r)) / (norm2[t] + penalty));
+      const double delta = next - c[t];
+      if (delta != 0.0) {
+        r -= delta * rows.col(t);
+        c[t] = next;
+        moved = std::max(moved, std::abs(delta) * std::sqrt(norm2[t]));
+      }
+    }
+    if (moved < 1e-9) break;
+  }
+  return c;
+}
+
 }  // namespace
 
 std::optional<MemoryKind> memory_failure_kind(const Outcome& o, double vram_limit, double ram_limit) {
@@ -165,18 +206,10 @@ void FeasibilityModel::fit_bytes(Memory& m, MemoryKind kind, const std::vector<O
       if (auto b = o.outcome.metric(metric); b && *b > 0) measured.push_back(&o);
   const double limit = m_limit[static_cast<std::size_t>(kind)];
   if (static_cast<int>(measured.size()) < kMinMeasured || (m.failed.empty() && limit <= 0)) return;
-  // Terms: every product of up to kMaxDegree knobs that grow this memory
-  // (pinned queue buffers: workers x prefetch x batch x pinning).
-  std::vector<std::size_t> dims;
+  std::vector<std::size_t> dims;  // the knobs that grow this memory
   for (std::size_t d = 0; d < m_space.dims(); ++d)
     if (m.relevance[d] == kOrdered) dims.push_back(d);
-  for (std::uint32_t mask = 0; mask < (1u << std::min<std::size_t>(dims.size(), 16)); ++mask) {
-    if (std::popcount(mask) > kMaxDegree) continue;
-    std::vector<std::size_t> term;
-    for (std::size_t i = 0; i < dims.size(); ++i)
-      if (mask & (1u << i)) term.push_back(dims[i]);
-    m.terms.push_back(std::move(term));
-  }
+  m.terms = memory_terms(dims);
   const auto n = static_cast<Eigen::Index>(measured.size());
   const auto nt = static_cast<Eigen::Index>(m.terms.size());
   std::vector<double> ridge(m.terms.size(), kKnownTermRidge);
@@ -198,29 +231,7 @@ void FeasibilityModel::fit_bytes(Memory& m, MemoryKind kind, const std::vector<O
     const auto* o = measured[static_cast<std::size_t>(i)];
     a.row(i) = row_of(o->config, *o->outcome.metric(metric));
   }
-  // Non-negative least squares on the rows, by projected coordinate descent.
-  auto solve = [&](const Eigen::MatrixXd& rows) {
-    const Eigen::VectorXd norm2 = rows.colwise().squaredNorm();
-    Eigen::VectorXd c = Eigen::VectorXd::Zero(nt);
-    Eigen::VectorXd r = Eigen::VectorXd::Ones(rows.rows());  // 1 - rows c
-    for (int sweep = 0; sweep < 300; ++sweep) {
-      double moved = 0.0;
-      for (Eigen::Index t = 0; t < nt; ++t) {
-        if (norm2[t] <= 0) continue;
-        // The ridge keeps unidentified terms near 0 (kKnownTermRidge).
-        const double penalty = ridge[static_cast<std::size_t>(t)] * norm2[t];
-        const double next = std::max(0.0, (c[t] * norm2[t] + rows.col(t).dot(r)) / (norm2[t] + penalty));
-        const double delta = next - c[t];
-        if (delta != 0.0) {
-          r -= delta * rows.col(t);
-          c[t] = next;
-          moved = std::max(moved, std::abs(delta) * std::sqrt(norm2[t]));
-        }
-      }
-      if (moved < 1e-9) break;
-    }
-    return c;
-  };
+  auto solve = [&ridge](const Eigen::MatrixXd& rows) { return nonnegative_fit(rows, ridge); };
   // A failure used at least as much as the most that ran: with few points
   // and many terms, the fit to what ran alone can put a failure anywhere.
   // A failure it puts below that joins the fit at that level (the least it
@@ -246,10 +257,14 @@ void FeasibilityModel::fit_bytes(Memory& m, MemoryKind kind, const std::vector<O
   const double rms = std::sqrt(r.squaredNorm() / static_cast<double>(n));
   if (!(rms < kGoodFit)) return;
   m.coef.assign(c.data(), c.data() + nt);
-  // The capacity: what ran fits, what failed did not. A fit that still puts
-  // a failure well below what ran has the shape wrong: no bytes model then.
-  // Within the fit's own error of it, the capacity is simply where the two
-  // meet.
+  settle_capacity(m, most_ran, limit, rms);
+}
+
+// The capacity: what ran fits, what failed did not. A fit that still puts
+// a failure well below what ran has the shape wrong: no bytes model then.
+// Within the fit's own error of it, the capacity is simply where the two
+// meet.
+void FeasibilityModel::settle_capacity(Memory& m, double most_ran, double limit, double rms) const {
   const double fit_sd = std::max(kMinSpread, rms);
   double least_failed = std::numeric_limits<double>::infinity();
   for (const auto& f : m.failed) least_failed = std::min(least_failed, predicted_bytes(m, f));

@@ -107,6 +107,9 @@ class FeasibilityModel {
   double gap(const Memory& m, const Config& from, const Config& to) const;
   void set_relevance(Memory& m, MemoryKind kind, int level) const;
   void fit_bytes(Memory& m, MemoryKind kind, const std::vector<Observation>& history) const;
+  // After fit_bytes' fit: the capacity between the most that ran and the
+  // least that failed (or the limit), or no bytes model when they disagree.
+  void settle_capacity(Memory& m, double most_ran, double limit, double rms) const;
   double predicted_bytes(const Memory& m, const Config& c) const;
   // Whether a term's knobs are one of memory_products() (search/knobs.hpp).
   bool known_product(const std::vector<std::size_t>& term) const;
