@@ -282,14 +282,90 @@ void write_log(const std::filesystem::path& dir, const char* name, const std::st
 // The parent side shared by run_forked and run_external: `pid` is the child,
 // in its own group; the read ends of its pipes. Returns when the child has
 // exited (or was killed) and the group is gone.
+// The trial's pipes as the supervisor reads them: stdout and stderr into
+// their tails, the result pipe (when there is one) whole.
+struct Pipes {
+  Fd& out_r;
+  Fd& err_r;
+  Fd* res_r;
+  Tail out, err;
+  std::string result;
+  bool got_result = false;
+  std::array<char, 16384> buf{};
+
+  bool open() const { return out_r.fd >= 0 || err_r.fd >= 0 || (res_r && res_r->fd >= 0); }
+
+  // Waits up to `ms` for output and reads what came; a pipe at its end is closed.
+  void read_for(int ms) {
+    std::vector<pollfd> fds;
+    std::vector<Fd*> which;
+    for (Fd* f : {&out_r, &err_r, res_r})
+      if (f && f->fd >= 0) fds.push_back({f->fd, POLLIN, 0}), which.push_back(f);
+    if (::poll(fds.data(), fds.size(), ms) <= 0) return;
+    for (std::size_t i = 0; i < fds.size(); ++i) {
+      if (!(fds[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
+      ssize_t r = ::read(fds[i].fd, buf.data(), buf.size());
+      if (r < 0 && errno == EINTR) continue;
+      if (r <= 0) {
+        which[i]->reset();
+        continue;
+      }
+      const auto k = static_cast<std::size_t>(r);
+      if (which[i] == &out_r) out.append(buf.data(), k);
+      else if (which[i] == &err_r) err.append(buf.data(), k);
+      else result.append(buf.data(), k), got_result = true;
+    }
+  }
+};
+
+// After the trial: whatever of the group is still alive goes, the child is
+// reaped, and its status read into `run`, with the kernel's OOM kills of the
+// group's processes (`members`) since the trial began.
+void reap(pid_t pid, pid_t pgid, bool term_sent, bool kill_sent, const std::set<long>& members,
+          long long oom_kills_before, long long kernel_log_since_us, Clock::time_point t0, ExternalRun& run) {
+  // No orphans: whatever of the group is still alive (a grandchild holding
+  // the pipe, a worker that ignored SIGTERM) goes now; then reap the child.
+  ::killpg(pgid, SIGKILL);
+  int status = 0;
+  rusage ru{};
+  while (::wait4(pid, &status, 0, &ru) < 0 && errno == EINTR) {
+  }
+  run.wall_s = since(t0);
+  // ru_maxrss (KiB) covers the child even when it lived between two samples.
+  run.peak_ram_bytes = std::max(run.peak_ram_bytes, static_cast<double>(ru.ru_maxrss) * 1024.0);
+  if (WIFEXITED(status)) {
+    run.exit_code = WEXITSTATUS(status);
+  } else if (WIFSIGNALED(status)) {
+    run.signal = WTERMSIG(status);
+    run.runner_killed = (run.signal == SIGTERM && term_sent) || (run.signal == SIGKILL && kill_sent);
+  }
+  // A child that exited (or was killed) after our SIGTERM is still a timeout;
+  // one stopped after writing its result (by a signal or by a SIGTERM handler
+  // that exits) stays stopped_after_result whatever its status.
+  // Host memory that ran out under the job: the kernel's OOM killer may have
+  // taken any process of the group (a DataLoader worker, a rank) while what
+  // the job printed says nothing useful ("lost sys.stderr").
+  // The counter is the machine's: the kernel log, where readable, says
+  // whether the kills were of this trial's processes or only of others
+  // (another job on a shared machine, or the job's own container).
+  if (const long long after = oom_kill_count(); oom_kills_before >= 0 && after > oom_kills_before) {
+    run.oom_kills = static_cast<int>(after - oom_kills_before);
+    const KernelOomLog log = kernel_oom_log(members, kernel_log_since_us);
+    run.oom_killed = log.ours;
+    if (log.readable && log.ours.empty()) run.oom_kills_elsewhere = log.others;
+  }
+}
+
+// One loop over a trial's life, over 80 lines on purpose: its stops (the
+// grace after the result, the timeout, a cancel, SIGKILL after SIGTERM's
+// grace), the memory samples and the pipes share one clock and one set of
+// flags; the pipes (Pipes) and the reaping (reap) are apart.
 ExternalRun supervise(pid_t pid, Fd& out_r, Fd& err_r, Fd* res_r, const ChildOptions& opt,
                       Clock::time_point t0) {
   ::setpgid(pid, pid);  // both sides set it: whichever runs first wins the race
   const pid_t pgid = pid;
   ExternalRun run;
-  Tail out(opt.tail_bytes), err(opt.tail_bytes);
-  std::string result;
-  bool got_result = false;
+  Pipes pipes{out_r, err_r, res_r, Tail(opt.tail_bytes), Tail(opt.tail_bytes)};
 
   const double kNever = 1e300;
   double deadline = opt.timeout_s > 0 ? opt.timeout_s : kNever;
@@ -298,7 +374,6 @@ ExternalRun supervise(pid_t pid, Fd& out_r, Fd& err_r, Fd* res_r, const ChildOpt
   bool exited = false, term_sent = false, kill_sent = false;
   double next_sample = 0;
   double idle_us = 200;
-  std::array<char, 16384> buf;
 
   std::set<long> members;  // every process seen in the group: the OOM killer's victims among them
   const long long oom_kills_before = oom_kill_count();
@@ -385,46 +460,27 @@ ExternalRun supervise(pid_t pid, Fd& out_r, Fd& err_r, Fd* res_r, const ChildOpt
         kill_sent = true;
       }
     }
-    std::vector<pollfd> fds;
-    std::vector<int> which;
-    if (out_r.fd >= 0) fds.push_back({out_r.fd, POLLIN, 0}), which.push_back(1);
-    if (err_r.fd >= 0) fds.push_back({err_r.fd, POLLIN, 0}), which.push_back(2);
-    if (res_r && res_r->fd >= 0) fds.push_back({res_r->fd, POLLIN, 0}), which.push_back(3);
-    if (exited && (fds.empty() || since(t0) >= drain_until)) break;
+    if (exited && (!pipes.open() || since(t0) >= drain_until)) break;
 
     // Sleep until the next thing to do; child exit is noticed by polling
     // (no SIGCHLD handler: the tuner's signal handling stays its own).
     double wake = exited ? drain_until : std::min({next_sample, deadline, kill_at});
     if (!exited) wake = std::min(wake, since(t0) + 0.01);
     int ms = static_cast<int>(std::clamp((wake - since(t0)) * 1000.0, 0.0, 50.0));
-    if (fds.empty()) {
+    if (!pipes.open()) {
       // Outputs closed, child not yet reaped: usually it is exiting right
       // now, so wait briefly first and back off for one that lives on.
       ::usleep(static_cast<useconds_t>(std::min<double>(ms * 1000.0, idle_us)));
       idle_us = std::min(idle_us * 2, 10000.0);
       continue;
     }
-    int n = ::poll(fds.data(), fds.size(), std::max(ms, 1));
-    if (n <= 0) continue;
-    for (std::size_t i = 0; i < fds.size(); ++i) {
-      if (!(fds[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
-      ssize_t r = ::read(fds[i].fd, buf.data(), buf.size());
-      if (r < 0 && errno == EINTR) continue;
-      if (r <= 0) {
-        (which[i] == 1 ? out_r : which[i] == 2 ? err_r : *res_r).reset();
-        continue;
-      }
-      const auto k = static_cast<std::size_t>(r);
-      if (which[i] == 1) out.append(buf.data(), k);
-      else if (which[i] == 2) err.append(buf.data(), k);
-      else result.append(buf.data(), k), got_result = true;
-    }
+    pipes.read_for(std::max(ms, 1));
   }
   // The trial's output, kept and written to its log folder.
   auto take_output = [&] {
-    run.stdout_tail = out.take();
-    run.stderr_tail = err.take();
-    if (got_result) run.result = std::move(result);
+    run.stdout_tail = pipes.out.take();
+    run.stderr_tail = pipes.err.take();
+    if (pipes.got_result) run.result = std::move(pipes.result);
     if (!opt.log_dir.empty()) {
       write_log(opt.log_dir, "stdout.txt", run.stdout_tail);
       write_log(opt.log_dir, "stderr.txt", run.stderr_tail);
@@ -437,37 +493,7 @@ ExternalRun supervise(pid_t pid, Fd& out_r, Fd& err_r, Fd* res_r, const ChildOpt
     take_output();
     return run;
   }
-  // No orphans: whatever of the group is still alive (a grandchild holding
-  // the pipe, a worker that ignored SIGTERM) goes now; then reap the child.
-  ::killpg(pgid, SIGKILL);
-  int status = 0;
-  rusage ru{};
-  while (::wait4(pid, &status, 0, &ru) < 0 && errno == EINTR) {
-  }
-  run.wall_s = since(t0);
-  // ru_maxrss (KiB) covers the child even when it lived between two samples.
-  run.peak_ram_bytes = std::max(run.peak_ram_bytes, static_cast<double>(ru.ru_maxrss) * 1024.0);
-  if (WIFEXITED(status)) {
-    run.exit_code = WEXITSTATUS(status);
-  } else if (WIFSIGNALED(status)) {
-    run.signal = WTERMSIG(status);
-    run.runner_killed = (run.signal == SIGTERM && term_sent) || (run.signal == SIGKILL && kill_sent);
-  }
-  // A child that exited (or was killed) after our SIGTERM is still a timeout;
-  // one stopped after writing its result (by a signal or by a SIGTERM handler
-  // that exits) stays stopped_after_result whatever its status.
-  // Host memory that ran out under the job: the kernel's OOM killer may have
-  // taken any process of the group (a DataLoader worker, a rank) while what
-  // the job printed says nothing useful ("lost sys.stderr").
-  // The counter is the machine's: the kernel log, where readable, says
-  // whether the kills were of this trial's processes or only of others
-  // (another job on a shared machine, or the job's own container).
-  if (const long long after = oom_kill_count(); oom_kills_before >= 0 && after > oom_kills_before) {
-    run.oom_kills = static_cast<int>(after - oom_kills_before);
-    const KernelOomLog log = kernel_oom_log(members, kernel_log_since_us);
-    run.oom_killed = log.ours;
-    if (log.readable && log.ours.empty()) run.oom_kills_elsewhere = log.others;
-  }
+  reap(pid, pgid, term_sent, kill_sent, members, oom_kills_before, kernel_log_since_us, t0, run);
   take_output();
   return run;
 }
