@@ -153,8 +153,12 @@ class HuggingFace(unittest.TestCase):
                     self.assertEqual(t["status"], "ok", t)
                     self.assertGreater(t["throughput"], 0)
                     self.assertIn("data_wait_fraction", t["metrics"])
-                    self.assertEqual(t["metrics"]["throughput_ci90"] <= 0.03, t["metrics"].get("stopped_on_precision") == 1,
-                                     t["metrics"])
+                    m = t["metrics"]
+                    # Stopped on its precision (+-3% at 90%), raced below the bar, or at the cap.
+                    if m.get("stopped_on_precision"):
+                        self.assertLessEqual(m["throughput_ci90"], 0.03, m)
+                    elif not m.get("raced"):
+                        self.assertEqual(m.get("stopped_by_cap"), 1, m)
                     if workers == 0:  # the Trainer's loader makes each batch in the step: no backlog to outlast
                         self.assertEqual(t["metrics"]["warmup_drained"], 1, t["metrics"])
                 fp16 = trial(finished, num_workers=workers, precision="fp16")
