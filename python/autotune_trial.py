@@ -886,19 +886,17 @@ class Meter:
         self.done = True
         r = self.rule
         k = r["rsd_windows"]
-        if r["target_ci90"]:
-            rates = [s / (t1 - t0) for t0, t1, s, _ in self._windows]
-            last = self._windows[counted_from(rates, k):]
-        else:
-            last = self._windows[-k:]
+        rates = [s / (t1 - t0) for t0, t1, s, _ in self._windows]
+        first = counted_from(rates, k) if r["target_ci90"] else max(0, len(rates) - k)
+        last, last_rates = self._windows[first:], rates[first:]
         res = {}
         if last:
             secs = sum(t1 - t0 for t0, t1, _, _ in last)
             res["throughput"] = sum(s for _, _, s, _ in last) / secs
-            res["throughput_rsd"] = _rsd([s / (t1 - t0) for t0, t1, s, _ in last])
+            res["throughput_rsd"] = _rsd(last_rates)
             res["mean_windows"] = len(last)
             if len(last) >= 2:  # +-this share of the mean at 90% confidence
-                res["throughput_ci90"] = ci90([s / (t1 - t0) for t0, t1, s, _ in last])
+                res["throughput_ci90"] = ci90(last_rates)
             wait = sum(w for _, _, _, w in last)
             res["data_wait_fraction"] = min(1.0, max(0.0, wait / secs))
             res["compute_busy"] = 1.0 - res["data_wait_fraction"]
@@ -1453,12 +1451,16 @@ def _autocast_dtype(torch, device_type):
     return None
 
 
+def _fp32_ran(device_type):
+    """What float32 runs as on `device_type`: tf32 on a GPU that computes in
+    TF32 with TF32 matmuls allowed, else fp32."""
+    return "tf32" if device_type == "cuda" and _matmul_tf32() and _tf32_gpu() else "fp32"
+
+
 def _dtype_precision(torch, dtype, device_type):
     name = {torch.float16: "fp16", torch.bfloat16: "bf16", torch.float32: "fp32", torch.float64: "fp64"}.get(
         dtype, str(dtype))
-    if name == "fp32" and device_type == "cuda" and _matmul_tf32() and _tf32_gpu():
-        return "tf32"
-    return name
+    return _fp32_ran(device_type) if name == "fp32" else name
 
 
 class _PrecisionProbe:
@@ -1520,8 +1522,7 @@ def _hf_args_precision(args):
         return "fp16"
     if getattr(args, "bf16", False):
         return "bf16"
-    device = getattr(getattr(args, "device", None), "type", "cpu")
-    return "tf32" if device == "cuda" and _matmul_tf32() and _tf32_gpu() else "fp32"
+    return _fp32_ran(getattr(getattr(args, "device", None), "type", "cpu"))
 
 
 def _release_model(model):
@@ -1541,6 +1542,29 @@ def _release_model(model):
         extract_model_from_parallel(model, keep_fp32_wrapper=False)
     except Exception as e:  # the next trial's precision check will say what ran
         print(f"autotune_trial: could not undo accelerate's autocast wrapper: {e}", file=sys.stderr)
+
+
+def _first_step_precision_failed(callback, hf_args=None):
+    """A callback's check, once, of the precision its first step ran in
+    (callback._probe) against the one asked (callback._asked); where the
+    probe saw no forward, a Trainer's TrainingArguments (`hf_args`) say what
+    ran, or, without them, the check waits. A difference fails the trial
+    (callback.meter). Whether it did."""
+    if callback._asked is None or callback._checked:
+        return False
+    probe = callback._probe
+    ran, how = (probe.ran if probe is not None else None), "in the Trainer's first step"
+    if ran is None:
+        if hf_args is None:
+            return False
+        ran, how = _hf_args_precision(hf_args), "by the TrainingArguments"
+    callback._checked = True
+    if probe is not None:
+        probe.remove()
+    reason = _precision_differs(callback._asked, ran, how)
+    if reason:
+        callback.meter.fail(reason)
+    return reason is not None
 
 
 _SHORT_TRAINING = ("raise max_steps to {most} or more ({what}); the callback stops the training as soon as the "
@@ -1599,7 +1623,7 @@ def _make_hf_callback():
             self.meter.batch_ready(inline=self.meter.loads_inline)
 
         def on_step_end(self, args, state, control, **kwargs):
-            if self._precision_failed(args) or self.meter.step_done(
+            if _first_step_precision_failed(self, args) or self.meter.step_done(
                     args.per_device_train_batch_size * args.gradient_accumulation_steps):
                 control.should_training_stop = True
                 return control
@@ -1622,21 +1646,6 @@ def _make_hf_callback():
             self._aside_end = time.perf_counter()
 
         on_log = on_evaluate = on_save = on_predict = on_prediction_step = _aside
-
-        def _precision_failed(self, args):
-            if self._asked is None or self._checked:
-                return False
-            ran = self._probe.ran if self._probe is not None else None
-            how = "in the Trainer's first step"
-            if ran is None:
-                ran, how = _hf_args_precision(args), "by the TrainingArguments"
-            self._checked = True
-            if self._probe is not None:
-                self._probe.remove()
-            reason = _precision_differs(self._asked, ran, how)
-            if reason:
-                self.meter.fail(reason)
-            return reason is not None
 
         def on_train_end(self, args, state, control, model=None, **kwargs):
             if self._probe is not None:
@@ -1673,8 +1682,8 @@ def _lightning_ran(trainer, pl_module):
     value = str(getattr(trainer, "precision", "32-true"))
     ran = _LIGHTNING_RAN.get(value, value)
     device = getattr(getattr(pl_module, "device", None), "type", "cpu")
-    if ran == "fp32" and device == "cuda" and _matmul_tf32() and _tf32_gpu():
-        ran = "tf32"
+    if ran == "fp32":
+        ran = _fp32_ran(device)
     return ran, f"Lightning's Trainer runs precision={value!r} on {device}"
 
 
@@ -1759,18 +1768,9 @@ def _make_lightning_class(bases):
             self.meter.batch_ready(inline=self.meter.loads_inline)
 
         def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx, *args):
-            if self._precision_failed() or self.meter.step_done(_samples_in(batch, self.meter.batch_size)):
+            if _first_step_precision_failed(self) or self.meter.step_done(
+                    _samples_in(batch, self.meter.batch_size)):
                 trainer.should_stop = True
-
-        def _precision_failed(self):
-            if self._asked is None or self._checked or self._probe is None or self._probe.ran is None:
-                return False
-            self._checked = True
-            self._probe.remove()
-            reason = _precision_differs(self._asked, self._probe.ran, "in the Trainer's first step")
-            if reason:
-                self.meter.fail(reason)
-            return reason is not None
 
         def on_train_end(self, trainer, pl_module):
             self._unwrap()

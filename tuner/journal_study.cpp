@@ -103,16 +103,15 @@ std::string decide_answer(const Spec& spec, const JournalContents& j, Study& r) 
     if (strategy) strategy->tell(c, *t->outcome);
     r.trials.push_back({t->trial, c, *t->outcome, true});
   }
-  if (j.recommendation) {
+  if (j.recommendation || strategy) {
     std::optional<Config> recommended;
-    if (*j.recommendation) {
+    if (!j.recommendation) {
+      recommended = strategy->recommend();
+    } else if (*j.recommendation) {
       recommended = spec.space.from_assignment(**j.recommendation);
       if (!recommended) throw JournalError("the recommended configuration is outside the journal's space");
     }
     r.settle_answer(recommended);
-    rule = fmt::format("the {} strategy's recommendation among the measured configurations", spec.search.strategy);
-  } else if (strategy) {
-    r.settle_answer(strategy->recommend());
     rule = fmt::format("the {} strategy's recommendation among the measured configurations", spec.search.strategy);
   } else {
     r.settle_answer(std::nullopt);

@@ -45,16 +45,14 @@ class TuningRun {
     for (const auto& t : m_study.trials) m_progress.trial(t, best_of(t), elapsed(), ++m_done);
     guarded([&] { search(); });
     std::optional<Config> recommended;
-    if (m_study.stopped_by != RunEnd::failed) {
-      guarded([&] { recommended = m_strategy->recommend(); });
-      // Journaled, so that the report reads the answer rather than replaying the strategy.
-      if (m_study.stopped_by != RunEnd::failed)
-        guarded([&] {
-          m_journal->recommended(recommended ? std::optional<Assignment>(m_space.to_assignment(*recommended))
-                                             : std::nullopt,
-                                 m_strategy->name(), elapsed());
-        });
-    }
+    // Journaled, so that the report reads the answer rather than replaying the strategy.
+    if (m_study.stopped_by != RunEnd::failed)
+      guarded([&] {
+        recommended = m_strategy->recommend();
+        m_journal->recommended(recommended ? std::optional<Assignment>(m_space.to_assignment(*recommended))
+                                           : std::nullopt,
+                               m_strategy->name(), elapsed());
+      });
     m_study.settle_answer(recommended);
     if (!m_spec.search.initial.empty())
       m_study.prefer_closest_to(m_spec.search.initial.front(), m_space.index_of("precision"));

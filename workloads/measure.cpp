@@ -206,7 +206,7 @@ MeasureResult measure_steps(const MeasureConfig& c, const std::function<StepResu
       windows.push_back(w);
       rates.push_back(w.samples / w.seconds);
     }
-    if (c.target_ci90 > 0 && !partial && precise_enough(rates.data(), rates.size(), c)) {
+    if (c.target_ci90 > 0 && precise_enough(rates.data(), rates.size(), c)) {
       r.stopped_on_precision = true;
       break;
     }

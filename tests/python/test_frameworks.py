@@ -72,6 +72,20 @@ def tune(folder, job, space, warm, env=None, timeout=240):
     return p, finished
 
 
+# Both jobs' data: n samples made by the job's sample(i, generator), each
+# after delay_s of "storage" (the evaluation sets are slow on purpose).
+DATASET = """class Samples(Dataset):
+        def __init__(self, n, delay_s=0.0):
+            self.n, self.delay_s = n, delay_s
+        def __len__(self):
+            return self.n
+        def __getitem__(self, i):
+            if self.delay_s:
+                time.sleep(self.delay_s)
+            return sample(i, torch.Generator().manual_seed(i))
+"""
+
+
 def trial(finished, **config):
     key = tuple(sorted((k, v) for k, v in config.items()))
     for k, t in finished.items():
@@ -93,17 +107,10 @@ HF_JOB = """
 
     SEQ = 32
 
-    class Texts(Dataset):
-        def __init__(self, n, delay_s=0.0):
-            self.n, self.delay_s = n, delay_s
-        def __len__(self):
-            return self.n
-        def __getitem__(self, i):
-            if self.delay_s:
-                time.sleep(self.delay_s)
-            g = torch.Generator().manual_seed(i)
-            return {"input_ids": torch.randint(2, 512, (SEQ,), generator=g),
-                    "attention_mask": torch.ones(SEQ, dtype=torch.long), "labels": i % 2}
+    DATASET
+    def sample(i, g):
+        return {"input_ids": torch.randint(2, 512, (SEQ,), generator=g),
+                "attention_mask": torch.ones(SEQ, dtype=torch.long), "labels": i % 2}
 
     config = transformers.BertConfig(vocab_size=512, hidden_size=32, num_hidden_layers=1, num_attention_heads=2,
                                      intermediate_size=64, max_position_embeddings=SEQ, num_labels=2)
@@ -122,11 +129,11 @@ HF_JOB = """
         args = transformers.TrainingArguments(output_dir="out", max_steps=p.max_steps, report_to=[],
                                               save_strategy="no", disable_tqdm=True, **extra,
                                               **autotune_trial.training_arguments(p))
-        trainer = transformers.Trainer(model=model, args=args, train_dataset=Texts(1_000_000),
-                                       eval_dataset=Texts(128, 0.001) if evaluate_every else None,
+        trainer = transformers.Trainer(model=model, args=args, train_dataset=Samples(1_000_000),
+                                       eval_dataset=Samples(128, 0.001) if evaluate_every else None,
                                        callbacks=[autotune_trial.HFCallback(p, RULE)])
         trainer.train()
-""".replace("RULE", RULE)
+""".replace("RULE", RULE).replace("DATASET", DATASET)
 
 
 class HuggingFace(unittest.TestCase):
@@ -210,16 +217,9 @@ LIGHTNING_JOB = """
     from torch.utils.data import DataLoader, Dataset
     import autotune_trial
 
-    class Samples(Dataset):
-        def __init__(self, n, delay_s=0.0):
-            self.n, self.delay_s = n, delay_s
-        def __len__(self):
-            return self.n
-        def __getitem__(self, i):
-            if self.delay_s:
-                time.sleep(self.delay_s)
-            g = torch.Generator().manual_seed(i)
-            return torch.randn(128, generator=g), i % 4
+    DATASET
+    def sample(i, g):
+        return torch.randn(128, generator=g), i % 4
 
     class Model(L.LightningModule):
         def __init__(self):
@@ -257,7 +257,7 @@ LIGHTNING_JOB = """
                     DataLoader(Samples(64, 0.002), batch_size=32))
         with open("imported.txt", "a") as f:
             f.write(json.dumps({k: k in sys.modules for k in ("lightning", "pytorch_lightning")}) + "\\n")
-""".replace("RULE", RULE)
+""".replace("RULE", RULE).replace("DATASET", DATASET)
 
 
 class Lightning(unittest.TestCase):
