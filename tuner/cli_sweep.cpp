@@ -14,12 +14,61 @@
 #include "tuner/cli.hpp"
 #include "tuner/cli_commands.hpp"
 #include "tuner/cli_common.hpp"
+#include "tuner/driver.hpp"
 #include "tuner/set_aside.hpp"
 #include "tuner/interrupt.hpp"
 #include "tuner/scheduler.hpp"
 #include "workloads/csv_table.hpp"
 
 namespace autotune {
+namespace {
+
+// The grid in order, each configuration `repeats` times.
+class GridSource final : public TrialSource {
+ public:
+  GridSource(const std::vector<Config>& all, int repeats, int total) : m_all(all), m_repeats(repeats), m_total(total) {}
+  std::optional<Proposal> next() override {
+    if (m_submitted >= m_total) return std::nullopt;
+    return Proposal{m_all[static_cast<std::size_t>(m_submitted++ / m_repeats)]};
+  }
+
+ private:
+  const std::vector<Config>& m_all;
+  int m_repeats, m_total, m_submitted = 0;
+};
+
+// A row per measured trial, flushed as it comes; a write that fails stops
+// the sweep (the driver stops the trials in flight).
+class RowWriter final : public TrialObserver {
+ public:
+  RowWriter(std::FILE* f, std::string path, const std::vector<std::string>& metric_cols, int total)
+      : m_f(f), m_path(std::move(path)), m_metric_cols(metric_cols), m_total(total) {}
+  void finished(const Finished& d) override {
+    const Outcome& o = d.outcome;
+    std::vector<std::string> row;
+    for (const auto& [name, v] : d.config.items()) row.push_back(to_string(v));
+    row.push_back(std::string(to_string(o.status)));
+    row.push_back(o.ok() ? fmt::format("{:.6g}", o.throughput) : "");
+    for (const auto& m : m_metric_cols) {
+      auto v = m == "seconds" ? std::optional<double>(o.seconds) : o.metric(m);
+      row.push_back(v ? fmt::format("{:.6g}", *v) : "");
+    }
+    write_csv_row(m_f, row);
+    if (std::fflush(m_f) != 0 || std::ferror(m_f))
+      throw std::runtime_error(fmt::format("cannot write {}: {}", m_path, std::strerror(errno)));
+    ++m_finished;
+    std::cerr << fmt::format("sweep {}/{}  {}  {}\n", m_finished, m_total, d.config.describe(),
+                             o.ok() ? fmt::format("{:.1f} samples/s", o.throughput) : std::string(to_string(o.status)));
+  }
+
+ private:
+  std::FILE* m_f;
+  std::string m_path;
+  const std::vector<std::string>& m_metric_cols;
+  int m_total, m_finished = 0;
+};
+
+}  // namespace
 
 std::function<int()> add_sweep_command(CLI::App& app) {
   struct Args {
@@ -88,39 +137,16 @@ std::function<int()> add_sweep_command(CLI::App& app) {
 
     // Trial k (1-based) is configuration (k-1) / repeats of the grid.
     const int total = static_cast<int>(n) * args->repeats;
-    int submitted = 0, finished = 0, cut = 0;
+    GridSource grid(*all, args->repeats, total);
+    RowWriter rows(f, partial, metric_cols, total);
+    Driver driver(scheduler, spec->space, {&rows});
     std::string failure;
-    while (failure.empty()) {
-      while (!interrupted() && scheduler.has_room() && submitted < total) {
-        ++submitted;
-        scheduler.submit(submitted, spec->space.to_assignment((*all)[static_cast<std::size_t>((submitted - 1) / args->repeats)]));
-      }
-      if (scheduler.in_flight() == 0) break;
-      auto d = scheduler.wait_any(std::chrono::milliseconds(100));
-      if (!d) continue;
-      const Outcome& o = d->outcome;
-      if (cut_short_by_interrupt(o)) {
-        ++cut;
-        continue;  // killed by our own stop: not a measurement of this configuration
-      }
-      std::vector<std::string> row;
-      for (const auto& [name, v] : d->config.items()) row.push_back(to_string(v));
-      row.push_back(std::string(to_string(o.status)));
-      row.push_back(o.ok() ? fmt::format("{:.6g}", o.throughput) : "");
-      for (const auto& m : metric_cols) {
-        auto v = m == "seconds" ? std::optional<double>(o.seconds) : o.metric(m);
-        row.push_back(v ? fmt::format("{:.6g}", *v) : "");
-      }
-      write_csv_row(f, row);
-      if (std::fflush(f) != 0 || std::ferror(f)) {
-        failure = fmt::format("cannot write {}: {}", partial, std::strerror(errno));
-        scheduler.stop_all();
-        break;
-      }
-      ++finished;
-      std::cerr << fmt::format("sweep {}/{}  {}  {}\n", finished, total, d->config.describe(),
-                               o.ok() ? fmt::format("{:.1f} samples/s", o.throughput) : std::string(to_string(o.status)));
+    try {
+      driver.run(grid);
+    } catch (const std::exception& e) {
+      failure = e.what();
     }
+    const int cut = driver.cut_short();
     std::fclose(f);
     if (!failure.empty()) {
       std::cerr << "sweep: stopped: " << failure << "; the rows written before are kept\n";

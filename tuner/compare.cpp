@@ -13,6 +13,7 @@
 
 #include "search/strategy.hpp"
 #include "tuner/confirm.hpp"
+#include "tuner/driver.hpp"
 #include "tuner/racing.hpp"
 #include "tuner/scheduler.hpp"
 #include "tuner/study.hpp"
@@ -103,39 +104,36 @@ std::map<Config, double> exact_truth(const SearchSpace& space, Workload& workloa
   return truth;
 }
 
-// One strategy's run with one seed, as tuning runs it: its trials (and,
-// with options.confirm, its confirmations) appended to `result`.
-void run_one(const SearchSpace& space, Executor& executor, const TrialSettings& settings,
-             const CompareOptions& options, const std::map<Config, double>& truth, const std::string& name, int rep,
-             CompareResult& result) {
-  // The true throughput of a study's answer when the workload knows it, else
-  // what was measured; 0 without an answer.
-  auto answer_true = [&truth](const Study& st) {
-    if (!st.best) return 0.0;
-    auto it = truth.find(*st.best);
-    return it != truth.end() ? it->second : st.best_outcome->throughput;
-  };
-  const StrategyContext ctx = strategy_context(space, options.seed + static_cast<std::uint64_t>(rep),
-                                               options.budget, options.initial, options.limits);
-  auto strategy = make_strategy(name, ctx);
-  TrialSettings run_settings = settings;
-  run_settings.seed = ctx.seed;
-  run_settings.limits = options.limits;
-  Scheduler scheduler(executor, run_settings);
-  Study study;                        // this run's trials: the answer is settled as in tuning
-  double elapsed = 0;
-  CompareTrial last;
-  for (int t = 1; t <= options.budget; ++t) {
-    const auto t0 = std::chrono::steady_clock::now();
-    std::optional<Config> c;
-    if (!(options.until_converged && strategy->converged())) c = strategy->ask();
-    const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-    CompareTrial row;
-    row.strategy = name;
-    row.repeat = rep;
-    row.trial = t;
-    if (!c) {  // exhausted or converged: the recommendation stands for the rest of the budget
-      row = last;
+// One strategy's run with one seed, as tuning runs it (through the driver,
+// in the executor's slots): the driver's source (the strategy) and its
+// observer (a row per trial).
+class CompareRun final : public TrialSource, public TrialObserver {
+ public:
+  CompareRun(const SearchSpace& space, const CompareOptions& options, const std::map<Config, double>& truth,
+             const std::string& name, int rep, CompareResult& result)
+      : m_space(space),
+        m_options(options),
+        m_truth(truth),
+        m_name(name),
+        m_rep(rep),
+        m_result(result),
+        m_strategy(make_strategy(name, strategy_context(space, options.seed + static_cast<std::uint64_t>(rep),
+                                                        options.budget, options.initial, options.limits))) {}
+
+  std::uint64_t seed() const { return m_options.seed + static_cast<std::uint64_t>(m_rep); }
+
+  void run(Executor& executor, const TrialSettings& settings) {
+    TrialSettings run_settings = settings;
+    run_settings.seed = seed();
+    run_settings.limits = m_options.limits;
+    Scheduler scheduler(executor, run_settings);
+    Driver driver(scheduler, m_space, {this});
+    driver.run(*this);
+    // Exhausted or converged: the recommendation stands for the rest of the budget.
+    for (int t = m_rows + 1; t <= m_options.budget; ++t) {
+      CompareTrial row = m_last;
+      row.strategy = m_name;
+      row.repeat = m_rep;
       row.trial = t;
       row.status = Status::ok;
       row.measured = 0;
@@ -145,52 +143,97 @@ void run_one(const SearchSpace& space, Executor& executor, const TrialSettings& 
       row.trial_true = 0;
       row.config.clear();
       row.proposed_as.clear();
-      result.trials.push_back(row);
-      continue;
+      m_result.trials.push_back(row);
     }
+    if (m_options.confirm > 0) confirm(driver);
+  }
+
+  std::optional<RunEnd> stop_reason() override {
+    if (m_started >= m_options.budget) return RunEnd::budget;
+    if (m_options.until_converged && m_strategy->converged()) return RunEnd::converged;
+    return std::nullopt;
+  }
+
+  std::optional<Proposal> next() override {
+    const auto t0 = std::chrono::steady_clock::now();
+    auto c = m_strategy->ask();
+    const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    if (!c) return std::nullopt;
+    ++m_started;
     // The seed follows the configuration, not the trial: every strategy
     // meets the same noise on the same configuration.
-    scheduler.submit(t, space.to_assignment(*c), config_id(space, *c), race_bar(study.trials, options.race_margin));
-    const Outcome o = scheduler.wait_next().outcome;
-    strategy->tell(*c, o);
-    study.trials.push_back({t, *c, o, false});
-    elapsed += o.seconds;
+    const std::uint64_t key = config_id(m_space, *c);
+    return Proposal{std::move(*c), std::string(m_strategy->proposed_as()), Phase::search, key,
+                    race_bar(m_study.trials, m_options.race_margin), ms};
+  }
+
+  void tell(const Finished& f) override {
+    const Config& c = f.proposal.config;
+    const Outcome& o = f.outcome;
+    m_strategy->tell(c, o);
+    m_study.trials.push_back({f.trial, c, o, false});
+    m_elapsed += o.seconds;
+    CompareTrial row;
+    row.strategy = m_name;
+    row.repeat = m_rep;
+    row.trial = ++m_rows;  // trials finished so far: the budget the row stands for
     row.status = o.status;
     row.measured = o.ok() ? o.throughput : 0.0;
-    row.proposal_ms = ms;
+    row.proposal_ms = f.proposal.ask_ms;
     row.seconds = o.seconds;
-    row.elapsed_s = elapsed;
+    row.elapsed_s = m_elapsed;  // the trials' seconds, summed over the slots
     row.raced = was_raced(o);
-    row.config = space.to_assignment(*c).describe();
-    row.proposed_as = strategy->proposed_as();  // tell() leaves what the last ask() proposed
+    row.config = f.config.describe();
+    row.proposed_as = f.proposal.proposed_as;
     if (o.ok())
-      if (auto it = truth.find(*c); it != truth.end()) row.trial_true = it->second;
-    study.settle_answer(strategy->recommend());
-    row.recommended_true = answer_true(study);
-    row.answer = study.best ? space.to_assignment(*study.best).describe() : std::string();
-    result.trials.push_back(row);
-    last = row;
+      if (auto it = m_truth.find(c); it != m_truth.end()) row.trial_true = it->second;
+    m_study.settle_answer(m_strategy->recommend());
+    row.recommended_true = answer_true();
+    row.answer = m_study.best ? m_space.to_assignment(*m_study.best).describe() : std::string();
+    m_result.trials.push_back(row);
+    m_last = row;
   }
-  if (options.confirm > 0) {
-    // As tuning does: the best few measured once more, the answer chosen
-    // on all their runs. A configuration's second measurement has a seed
-    // of its own (the first's would repeat its noise).
+
+ private:
+  // As tuning does: the best few measured once more, the answer chosen on
+  // all their runs. A configuration's second measurement has a seed of its
+  // own (the first's would repeat its noise).
+  void confirm(Driver& driver) {
     CompareRunEnd end;
-    end.strategy = name;
-    end.repeat = rep;
-    const std::vector<Config> candidates = confirm_candidates(study.trials, study.best, options.confirm);
-    int k = options.budget;
+    end.strategy = m_name;
+    end.repeat = m_rep;
+    const std::vector<Config> candidates = confirm_candidates(m_study.trials, m_study.best, m_options.confirm);
     for (const auto& c : candidates) {
-      scheduler.submit(++k, space.to_assignment(c), config_id(space, c) ^ kConfirmSeedSalt);
-      const Outcome o = scheduler.wait_next().outcome;
-      end.confirm_seconds += o.seconds;
-      study.confirmations.push_back({k, c, o, false});
+      const auto f = driver.measure_one(Proposal{c, "", Phase::confirm, config_id(m_space, c) ^ kConfirmSeedSalt});
+      if (!f) return;
+      end.confirm_seconds += f->outcome.seconds;
+      m_study.confirmations.push_back({f->trial, c, f->outcome, false});
     }
-    choose_confirmed(candidates, study);
-    end.confirmed_true = answer_true(study);
-    result.runs.push_back(end);
+    choose_confirmed(candidates, m_study);
+    end.confirmed_true = answer_true();
+    m_result.runs.push_back(end);
   }
-}
+
+  // The true throughput of the answer when the workload knows it, else what
+  // was measured; 0 without an answer.
+  double answer_true() const {
+    if (!m_study.best) return 0.0;
+    auto it = m_truth.find(*m_study.best);
+    return it != m_truth.end() ? it->second : m_study.best_outcome->throughput;
+  }
+
+  const SearchSpace& m_space;
+  const CompareOptions& m_options;
+  const std::map<Config, double>& m_truth;
+  const std::string& m_name;
+  int m_rep;
+  CompareResult& m_result;
+  std::unique_ptr<Strategy> m_strategy;
+  Study m_study;  // this run's trials: the answer is settled as in tuning
+  double m_elapsed = 0;
+  int m_started = 0, m_rows = 0;
+  CompareTrial m_last;
+};
 
 // One strategy's summary over its runs in `result`; its fraction at the
 // full budget per run goes to `final_fraction`.
@@ -269,7 +312,7 @@ CompareResult run_compare(const SearchSpace& space, Workload& workload, Executor
   const std::map<Config, double> truth = exact_truth(space, workload, options, result);
   for (const auto& name : options.strategies)
     for (int rep = 0; rep < options.repeats; ++rep) {
-      run_one(space, executor, settings, options, truth, name, rep, result);
+      CompareRun(space, options, truth, name, rep, result).run(executor, settings);
       if (progress) progress(fmt::format("{} seed {} done", name, options.seed + static_cast<std::uint64_t>(rep)));
     }
   if (!result.exact_optimum)

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "tuner/confirm.hpp"
+#include "tuner/driver.hpp"
 #include "tuner/explain.hpp"
 #include "tuner/interrupt.hpp"
 #include "tuner/journal.hpp"
@@ -20,11 +21,11 @@ namespace autotune {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-constexpr std::chrono::milliseconds kPoll{100};  // how often the interrupt flag and the clock are looked at
-
 // One run of the loop: the study it fills, the journal it writes, the
-// scheduler it measures with.
-class TuningRun {
+// strategy it asks. Its trials run through the driver; it is the driver's
+// source (the strategy, and the re-runs of a resumed journal) and its
+// observer (the journal, the study, the progress line).
+class TuningRun final : public TrialSource, public TrialObserver {
  public:
   TuningRun(const Spec& spec, Executor& executor, const TuneOptions& options)
       : m_spec(spec),
@@ -35,15 +36,20 @@ class TuningRun {
         m_scheduler(executor, trial_settings(spec)),
         m_progress(options.progress, options.live, options.verbose, spec.search.budget_trials) {
     const bool resuming = options.resume && std::filesystem::exists(spec.output.journal);
-    if (resuming) replay();
+    int next_trial = 1;
+    if (resuming) next_trial = replay();
     m_journal.emplace(spec.output.journal, /*truncate=*/!resuming);
     if (!resuming) m_journal->header(journal_header(spec));
+    m_driver.emplace(m_scheduler, m_space, std::vector<TrialObserver*>{this}, next_trial);
   }
 
   Study run() {
     m_t0 = Clock::now();
     for (const auto& t : m_study.trials) m_progress.trial(t, best_of(t), elapsed(), ++m_done);
-    guarded([&] { search(); });
+    guarded([&] {
+      m_started = static_cast<int>(m_study.trials.size());
+      m_study.stopped_by = m_driver->run(*this);
+    });
     std::optional<Config> recommended;
     // Journaled, so that the report reads the answer rather than replaying the strategy.
     if (m_study.stopped_by != RunEnd::failed)
@@ -67,21 +73,82 @@ class TuningRun {
     return std::move(m_study);
   }
 
+  // The source: re-runs first, then the strategy.
+  std::optional<RunEnd> stop_reason() override {
+    if (m_spec.search.budget_trials > 0 && m_started >= m_spec.search.budget_trials) return RunEnd::budget;
+    if (m_spec.search.budget_seconds > 0 && elapsed() >= m_spec.search.budget_seconds) return RunEnd::time;
+    if (m_spec.search.until_converged && m_strategy->converged()) return RunEnd::converged;
+    return std::nullopt;
+  }
+
+  std::optional<Proposal> next() override {
+    std::optional<Proposal> p;
+    if (!m_rerun.empty()) {
+      p = Proposal{m_rerun.front(), "rerun"};
+      m_rerun.pop_front();
+    } else {
+      // The strategy does not know of a re-run in flight and may propose its
+      // configuration: that trial's outcome will answer this proposal too.
+      while (auto c = m_strategy->ask()) {
+        const bool running = std::any_of(m_running.begin(), m_running.end(), [&](const auto& kv) { return kv.second == *c; });
+        if (!running) {
+          p = Proposal{std::move(*c), std::string(m_strategy->proposed_as())};
+          break;
+        }
+      }
+    }
+    if (!p) return std::nullopt;
+    p->stop_below = race_bar(m_study.trials, m_spec.search.race_margin);
+    ++m_started;
+    return p;
+  }
+
+  void tell(const Finished& f) override {
+    m_running.erase(f.trial);
+    m_strategy->tell(f.proposal.config, f.outcome);
+    for (auto& note : m_strategy->take_notes()) {
+      m_journal->note(note, elapsed());
+      m_progress.note(note);
+      m_study.notes.push_back(std::move(note));
+    }
+  }
+
+  // The observer: every trial journaled; a search trial also goes to the
+  // study and the progress line.
+  void started(int trial, const Proposal& p, const Assignment& a) override {
+    m_journal->started(trial, a, elapsed(), p.phase, p.proposed_as);
+    if (p.phase == Phase::search) m_running[trial] = p.config;
+  }
+
+  void finished(const Finished& f) override {
+    m_journal->finished(f.trial, f.config, f.outcome, elapsed(), f.proposal.phase);
+    if (f.proposal.phase != Phase::search) return;
+    m_study.trials.push_back({f.trial, f.proposal.config, f.outcome, false});
+    m_progress.trial(m_study.trials.back(), best_of(m_study.trials.back()), elapsed(), ++m_done);
+    if (f.outcome.metric(std::string(kRanCold)).value_or(0) > 0 && !m_said_cold) {
+      m_said_cold = true;
+      m_progress.say("warm: true, but the script never entered autotune_trial.trials(): each trial starts it "
+                     "anew (cold)");
+    }
+  }
+
  private:
   // Resume: replay finished trials through tell(); queue unfinished ones.
-  void replay() {
+  // Returns the next trial's number.
+  int replay() {
+    Replay r;
     try {
-      Replay r = replay_journal(read_journal(m_spec.output.journal), m_space, m_spec.output.journal);
-      m_study = std::move(r.study);
-      m_rerun = std::move(r.unfinished);
-      m_next_trial = r.next_trial;
-      m_earlier_s = r.earlier_s;
+      r = replay_journal(read_journal(m_spec.output.journal), m_space, m_spec.output.journal);
     } catch (const JournalError& e) {
       throw TuneError(e.what());
     } catch (const StudyError& e) {
       throw TuneError(e.what());
     }
+    m_study = std::move(r.study);
+    m_rerun = std::move(r.unfinished);
+    m_earlier_s = r.earlier_s;
     for (const auto& t : m_study.trials) m_strategy->tell(t.config, t.outcome);
+    return r.next_trial;
   }
 
   double elapsed() const { return m_earlier_s + std::chrono::duration<double>(Clock::now() - m_t0).count(); }
@@ -107,92 +174,6 @@ class TuningRun {
     m_scheduler.stop_all();
     m_study.stopped_by = RunEnd::failed;
     m_study.failure = std::string(first_line(what));
-  }
-
-  // Why no trial may start now, or empty.
-  std::optional<RunEnd> stop_reason() const {
-    if (interrupted()) return RunEnd::interrupted;
-    if (m_spec.search.budget_trials > 0 && m_started >= m_spec.search.budget_trials) return RunEnd::budget;
-    if (m_spec.search.budget_seconds > 0 && elapsed() >= m_spec.search.budget_seconds) return RunEnd::time;
-    if (m_spec.search.until_converged && m_strategy->converged()) return RunEnd::converged;
-    return std::nullopt;
-  }
-
-  // The next configuration to start and what it was proposed as (the
-  // strategy's word, or "rerun").
-  std::optional<std::pair<Config, std::string>> next_config() {
-    if (!m_rerun.empty()) {
-      Config c = m_rerun.front();
-      m_rerun.pop_front();
-      return std::make_pair(std::move(c), std::string("rerun"));
-    }
-    // The strategy does not know of a re-run in flight and may propose its
-    // configuration: that trial's outcome will answer this proposal too.
-    while (auto c = m_strategy->ask()) {
-      const bool running = std::any_of(m_configs.begin(), m_configs.end(),
-                                       [&](const auto& kv) { return kv.second == *c; });
-      if (!running) return std::make_pair(std::move(*c), std::string(m_strategy->proposed_as()));
-    }
-    return std::nullopt;
-  }
-
-  // Up to `parallel` trials in flight. The strategy is only touched on this
-  // thread: asked while others are pending, told as each finishes, so a slow
-  // trial never holds up the others' slots.
-  void search() {
-    m_started = static_cast<int>(m_study.trials.size());
-    m_study.stopped_by = RunEnd::exhausted;
-    bool launching = true;
-    while (true) {
-      while (launching && m_scheduler.has_room()) {
-        if (const auto why = stop_reason()) {
-          m_study.stopped_by = *why;
-          launching = false;
-          break;
-        }
-        auto next = next_config();
-        if (!next) {
-          // Nothing to propose now: the strategy may be waiting on pending
-          // trials (then ask again when one finishes), or it is exhausted.
-          if (m_scheduler.in_flight() == 0) launching = false;
-          break;
-        }
-        const auto& [c, proposed_as] = *next;
-        const int trial = m_next_trial++;
-        const Assignment a = m_space.to_assignment(c);
-        m_journal->started(trial, a, elapsed(), Phase::search, proposed_as);
-        m_scheduler.submit(trial, a, std::nullopt, race_bar(m_study.trials, m_spec.search.race_margin));
-        m_configs[trial] = c;
-        ++m_started;
-      }
-      if (m_scheduler.in_flight() == 0) break;
-      auto d = m_scheduler.wait_any(kPoll);
-      if (!d) continue;  // look at the interrupt flag and the clock again
-      const Config c = m_configs.at(d->trial);
-      m_configs.erase(d->trial);
-      if (cut_short_by_interrupt(d->outcome)) {
-        m_study.stopped_by = RunEnd::interrupted;
-        continue;
-      }
-      m_journal->finished(d->trial, d->config, d->outcome, elapsed());
-      m_strategy->tell(c, d->outcome);
-      m_study.trials.push_back({d->trial, c, d->outcome, false});
-      m_progress.trial(m_study.trials.back(), best_of(m_study.trials.back()), elapsed(), ++m_done);
-      if (d->outcome.metric(std::string(kRanCold)).value_or(0) > 0 && !m_said_cold) {
-        m_said_cold = true;
-        m_progress.say("warm: true, but the script never entered autotune_trial.trials(): each trial starts it "
-                       "anew (cold)");
-      }
-      journal_notes();
-    }
-  }
-
-  void journal_notes() {
-    for (auto& note : m_strategy->take_notes()) {
-      m_journal->note(note, elapsed());
-      m_progress.note(note);
-      m_study.notes.push_back(std::move(note));
-    }
   }
 
   // search.confirm: re-measure the best few, one at a time; those the
@@ -256,29 +237,24 @@ class TuningRun {
   std::optional<TrialRecord> measure_after_search(const Config& c, Phase phase) {
     if (interrupted()) m_study.stopped_by = RunEnd::interrupted;
     if (m_study.stopped_by == RunEnd::interrupted) return std::nullopt;
-    const int trial = m_next_trial++;
-    const Assignment a = m_space.to_assignment(c);
-    m_journal->started(trial, a, elapsed(), phase, phase == Phase::explain ? "explain" : "");
-    m_scheduler.submit(trial, a);
-    const Scheduler::Done d = m_scheduler.wait_next();
-    if (cut_short_by_interrupt(d.outcome)) {
+    const std::optional<Finished> f = m_driver->measure_one(Proposal{c, phase == Phase::explain ? "explain" : "", phase});
+    if (!f) {
       m_study.stopped_by = RunEnd::interrupted;
       return std::nullopt;
     }
-    m_journal->finished(trial, a, d.outcome, elapsed(), phase);
-    return TrialRecord{trial, c, d.outcome, false};
+    return TrialRecord{f->trial, c, f->outcome, false};
   }
 
   const Spec& m_spec;
   const SearchSpace& m_space;
   std::unique_ptr<Strategy> m_strategy;
   Scheduler m_scheduler;
+  std::optional<Driver> m_driver;
   Progress m_progress;
   std::optional<JournalWriter> m_journal;
   Study m_study;
   std::deque<Config> m_rerun;  // started before a crash, never finished
-  std::map<int, Config> m_configs;  // the trials in flight
-  int m_next_trial = 1;
+  std::map<int, Config> m_running;  // the search trials in flight
   double m_earlier_s = 0;
   Clock::time_point m_t0 = Clock::now();
   std::optional<double> m_best;
