@@ -61,10 +61,36 @@ BATCH = 16
 
 
 def load(path, name):
-    spec = importlib.util.spec_from_file_location(name, path)
+    """The helper at `path` as module `name`: the package folder
+    python/autotune_trial, or the single file of revisions before it."""
+    if os.path.isdir(path):
+        spec = importlib.util.spec_from_file_location(name, os.path.join(path, "__init__.py"),
+                                                      submodule_search_locations=[path])
+    else:
+        spec = importlib.util.spec_from_file_location(name, path)
     mod = importlib.util.module_from_spec(spec)
+    sys.modules[name] = mod  # the package's relative imports find it there
     spec.loader.exec_module(mod)
     return mod
+
+
+def checkout_helper(rev, tmp):
+    """The helper of revision `rev` written under `tmp` (the package, or the
+    single file of revisions before it): its path."""
+    def git(*args):
+        return subprocess.run(["git", "-C", ROOT, *args], check=True, capture_output=True, text=True).stdout
+    files = git("ls-tree", "--name-only", rev, "python/autotune_trial/").split()
+    if not files:
+        path = os.path.join(tmp, "autotune_trial_old.py")
+        with open(path, "w") as f:
+            f.write(git("show", f"{rev}:python/autotune_trial.py"))
+        return path
+    path = os.path.join(tmp, "autotune_trial_old")
+    os.makedirs(path)
+    for name in files:
+        with open(os.path.join(path, os.path.basename(name)), "w") as f:
+            f.write(git("show", f"{rev}:{name}"))
+    return path
 
 
 def measure(helper, shape, **rule):
@@ -91,19 +117,16 @@ def main():
     ap.add_argument("--baseline", default="4bad263", help="git revision whose helper to compare with (default: before the idle-workers and inline rules)")
     a = ap.parse_args()
     tmp = tempfile.mkdtemp(prefix="trial_warmup.")
-    old_path = os.path.join(tmp, "autotune_trial_old.py")
-    with open(old_path, "w") as f:
-        f.write(subprocess.run(["git", "-C", ROOT, "show", f"{a.baseline}:python/autotune_trial.py"],
-                               check=True, capture_output=True, text=True).stdout)
+    old_path = checkout_helper(a.baseline, tmp)
     rev = subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
     base = subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", a.baseline], capture_output=True, text=True).stdout.strip()
-    new = load(os.path.join(ROOT, "python", "autotune_trial.py"), "autotune_trial_new")
+    new = load(os.path.join(ROOT, "python", "autotune_trial"), "autotune_trial_new")
     old = load(old_path, "autotune_trial_old")
     rules = [("new", new, {}), ("baseline", old, {}),
              ("reference", new, dict(warmup_s=4.0, warmup_until_drained=False, max_s=12.0, target_rsd=0.01))]
     cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), platform.machine())
     print(f"machine: {cpu}, {os.cpu_count()} cores; torch {torch.__version__}")
-    print(f"helper: this checkout ({rev}{', with changes' if subprocess.run(['git', '-C', ROOT, 'diff', '--quiet', 'HEAD', '--', 'python/autotune_trial.py']).returncode else ''})"
+    print(f"helper: this checkout ({rev}{', with changes' if subprocess.run(['git', '-C', ROOT, 'diff', '--quiet', 'HEAD', '--', 'python/autotune_trial']).returncode else ''})"
           f" against {a.baseline} ({base}); {a.runs} runs per rule, interleaved; {time.strftime('%Y-%m-%dT%H:%MZ', time.gmtime())}")
     print()
     print("| loader | warm-up s new / baseline | measured s new / baseline / reference | new ended by | "

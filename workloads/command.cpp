@@ -185,7 +185,7 @@ std::filesystem::path trial_helper_dir() {
   static const std::filesystem::path found =
       beside_program({"python", "../python", "../share/autotune/python"}, [](const std::filesystem::path& dir) {
         std::error_code ec;
-        return std::filesystem::exists(dir / "autotune_trial.py", ec);
+        return std::filesystem::exists(dir / "autotune_trial" / "__init__.py", ec);
       });
   return found;
 }

@@ -56,7 +56,7 @@ std::string exec_form(std::string_view text);
 std::filesystem::path beside_program(std::initializer_list<std::string_view> relative,
                                      const std::function<bool(const std::filesystem::path&)>& usable);
 
-// The folder holding autotune_trial.py, the Python trial helper: beside the
+// The folder holding autotune_trial/, the Python trial helper: beside the
 // binary (build/python), one folder up (for build/tests), or the installed
 // share/autotune/python. Empty when not found. Every command trial gets it at
 // the front of PYTHONPATH.

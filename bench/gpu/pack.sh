@@ -42,7 +42,8 @@ done
 strip -o "$CARRY/lib/libautotune_cuda.so" "$MODULE"
 # The autotune_trial helper, where the carried autotune finds it (../python).
 mkdir -p "$CARRY/python"
-cp python/autotune_trial.py "$CARRY/python/"
+mkdir -p "$CARRY/python/autotune_trial"
+cp python/autotune_trial/*.py "$CARRY/python/autotune_trial/"
 
 # What the loader resolves, minus glibc's and CUDA's own libraries.
 skip='^(linux-vdso|ld-linux|libc|libm|libdl|libpthread|librt|libgcc_s|libstdc\+\+|libcuda|libcudart|libcublas|libcublasLt|libautotune_cuda)\.so'

@@ -126,13 +126,13 @@ class Rule(unittest.TestCase):
         # whatever else the machine runs (on a real clock a busy core spread
         # the windows past the target).
         clock = VirtualClock()
-        real, autotune_trial.time = autotune_trial.time, clock
+        real, autotune_trial._meter.time = autotune_trial._meter.time, clock
         try:
             meter = autotune_trial.Meter(batch_size=8, num_workers=3, prefetch_factor=2, warmup_s=0.2)
             for _ in meter.batches(paced(8, 0.002, sleep=clock.sleep)):
                 clock.sleep(0.001)
         finally:
-            autotune_trial.time = real
+            autotune_trial._meter.time = real
         r = meter.result
         self.assertGreaterEqual(r["warmup_steps"], 3 * (2 + 1), "the prefetched backlog is not timed")
         self.assertEqual(r["stopped_on_precision"], 1)
@@ -269,7 +269,7 @@ class Rule(unittest.TestCase):
                 return getattr(time, name)
 
         clock = Clock()
-        real, autotune_trial.time = autotune_trial.time, clock
+        real, autotune_trial._meter.time = autotune_trial._meter.time, clock
         try:
             meter = autotune_trial.Meter(batch_size=16, num_workers=2, prefetch_factor=2)
             meter.start()
@@ -282,7 +282,7 @@ class Rule(unittest.TestCase):
                 meter.step_done(16)
                 step += 1
         finally:
-            autotune_trial.time = real
+            autotune_trial._meter.time = real
         r = meter.result
         self.assertEqual(r["warmup_drained"], 1, r)
         self.assertLess(r["warmup_seconds"], autotune_trial.RULE["warmup_s"], r)
@@ -333,14 +333,14 @@ class Racing(unittest.TestCase):
                 return getattr(time, name)
 
         def run(**kw):
-            real, autotune_trial.time = autotune_trial.time, SteadyClock()
+            real, autotune_trial._meter.time = autotune_trial._meter.time, SteadyClock()
             try:
                 meter = autotune_trial.Meter(batch_size=4, warmup_s=0.05, warmup_until_drained=False, window_s=0.05,
                                              **kw)
                 for _ in meter.batches(iter(lambda: [0] * 4, None)):
                     pass
             finally:
-                autotune_trial.time = real
+                autotune_trial._meter.time = real
             return meter.result
         quick, five = run(), run(fewest_windows=5)
         self.assertEqual(quick["stopped_on_precision"], 1)
@@ -787,16 +787,16 @@ class Arguments(unittest.TestCase):
                 backends.fp32_precision = parent
             return types.SimpleNamespace(backends=backends)
 
-        real = autotune_trial._torch
+        real = autotune_trial._precision._torch
         try:
             for torch_like, tf32 in ((torch_with("tf32", None), True), (torch_with("ieee", None), False),
                                      (torch_with("none", None, parent="tf32"), True),
                                      (torch_with(None, True), True), (torch_with(None, False), False),
                                      (torch_with(None, None), False)):
-                autotune_trial._torch = lambda: torch_like
+                autotune_trial._precision._torch = lambda: torch_like
                 self.assertEqual(autotune_trial._matmul_tf32(), tf32, vars(torch_like.backends.cuda.matmul))
         finally:
-            autotune_trial._torch = real
+            autotune_trial._precision._torch = real
 
     def test_lightning_arguments(self):
         la = autotune_trial.lightning_arguments
@@ -839,11 +839,11 @@ class Pauses(unittest.TestCase):
     virtual clock that only the test moves."""
 
     def run_on(self, clock, body):
-        real, autotune_trial.time = autotune_trial.time, clock
+        real, autotune_trial._meter.time = autotune_trial._meter.time, clock
         try:
             return body()
         finally:
-            autotune_trial.time = real
+            autotune_trial._meter.time = real
 
     def test_paused_time_is_neither_data_wait_nor_in_a_window(self):
         # 10 ms steps, 1 ms of fetching each, and every 5th step a 200 ms

@@ -163,7 +163,7 @@ TEST_F(Cli, FollowsCommandLineHabits) {
 
   CliRun py = run("--python-path");
   ASSERT_EQ(py.status, 0) << py.out;
-  EXPECT_TRUE(fs::exists(fs::path(py.out.substr(0, py.out.find('\n'))) / "autotune_trial.py")) << py.out;
+  EXPECT_TRUE(fs::exists(fs::path(py.out.substr(0, py.out.find('\n'))) / "autotune_trial" / "__init__.py")) << py.out;
 }
 
 // A budget flag says which limit it sets and which of the spec's still holds.

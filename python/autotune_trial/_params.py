@@ -1,0 +1,79 @@
+"""The trial's parameters, typed, from the AUTOTUNE_* environment."""
+
+import os
+
+
+_TRUE = ("1", "true", "yes", "on")
+_FALSE = ("0", "false", "no", "off")
+
+
+class Params(dict):
+    """The trial's parameters: ``p.batch_size`` or ``p["batch_size"]``.
+
+    ``tuning`` is true when autotune runs the script (AUTOTUNE_TRIAL is set).
+    """
+
+    def __getattr__(self, name):
+        try:
+            return self[name]
+        except KeyError:
+            raise AttributeError(
+                f"autotune_trial: no parameter {name!r} (give it a default: params({name}=...), "
+                f"or declare it in the space)") from None
+
+    @property
+    def tuning(self):
+        return "AUTOTUNE_TRIAL" in os.environ
+
+
+def _env_name(name):
+    return "AUTOTUNE_" + "".join(c.upper() if c.isalnum() else "_" for c in name)
+
+
+def _parse_like(text, default, name):
+    """`text` from the environment, typed like `default` (or guessed)."""
+    kind = type(default) if default is not None else None
+    low = text.strip().lower()
+    if kind is bool or (kind is None and low in _TRUE + _FALSE):
+        if low in _TRUE:
+            return True
+        if low in _FALSE:
+            return False
+        raise ValueError(f"autotune_trial: {_env_name(name)}={text!r} is not a boolean")
+    if kind is int or (kind is None and _is_int(text)):
+        try:
+            return int(text)
+        except ValueError:
+            raise ValueError(f"autotune_trial: {_env_name(name)}={text!r} is not an integer") from None
+    if kind is float:
+        return float(text)
+    return text
+
+
+def _is_int(text):
+    try:
+        int(text)
+        return True
+    except ValueError:
+        return False
+
+
+def params(**defaults):
+    """The trial's parameters, typed, from the AUTOTUNE_* environment.
+
+    Every keyword is a parameter with its default for a run by hand; its type
+    (int, bool, float, str) types the environment's text. Parameters autotune
+    sets that have no default here are included too, typed by their look.
+    """
+    out = Params()
+    for name, default in defaults.items():
+        text = os.environ.get(_env_name(name))
+        out[name] = default if text is None else _parse_like(text, default, name)
+    skip = {"AUTOTUNE_TRIAL", "AUTOTUNE_RESULT", "AUTOTUNE_STOP_BELOW", "AUTOTUNE_CUDA_MODULE"}  # the tool's own
+    known = {_env_name(n) for n in defaults}
+    for key, text in os.environ.items():
+        if key.startswith("AUTOTUNE_") and key not in skip and key not in known:
+            name = key[len("AUTOTUNE_"):].lower()
+            if name and name not in out:
+                out[name] = _parse_like(text, None, name)
+    return out

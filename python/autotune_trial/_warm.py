@@ -1,0 +1,159 @@
+"""Warm trials: one process serves trial after trial (trials())."""
+
+import atexit
+import gc
+import json
+import os
+import sys
+import time
+
+from ._params import params
+from ._process import _descendants
+from ._results import _write_atomically
+from ._torch_env import _cuda_in_use, _torch
+
+
+_WARM_READY_WAIT_S = 5.0  # at most this long for the last trial's processes to exit (under exit_grace)
+_entered_trials = False
+
+
+def trials(**defaults):
+    """The trials this process runs, as Params (typed like ``defaults``).
+
+    Run by hand, or by autotune on a cold trial, it yields once: the defaults
+    or the trial's values. Under ``workload: {warm: true}`` the process is
+    kept between trials: after each trial's body (its ``Meter`` has written
+    the result) it releases what the trial held (garbage, CUDA's cached
+    blocks and peak statistics, the loader's worker processes), tells autotune
+    it is ready, and yields the next trial's parameters, until autotune says
+    there are no more. The imports, the CUDA context, a model loaded from
+    disk and a dataset stay, so start-up is paid once::
+
+        for p in autotune_trial.trials(batch_size=64, num_workers=0):
+            loader = DataLoader(ds, batch_size=p.batch_size, num_workers=p.num_workers)
+            with autotune_trial.Meter(p) as meter:
+                for x, y in meter.batches(loader):
+                    step(x, y)
+
+    Build what depends on the knobs (the DataLoader, a Trainer) inside the
+    loop; the command line's ``{name}`` placeholders keep the first trial's
+    values, so read the knobs from ``p``.
+    """
+    global _entered_trials
+    _entered_trials = True
+    warm_dir = os.environ.get("AUTOTUNE_WARM_DIR")
+    if not warm_dir:
+        yield params(**defaults)
+        return
+    # The environment each trial starts from: the process's, less the first
+    # trial's own variables. What a trial's body writes there (transformers
+    # sets ACCELERATE_MIXED_PRECISION from TrainingArguments, and accelerate
+    # reads it back when the next trial's arguments ask for fp32) goes with it.
+    started_with = {k: v for k, v in os.environ.items() if not _trial_variable(k)}
+    while True:
+        kept = set(_descendants(os.getpid()))  # children from before the trial (not its loader's)
+        yield params(**defaults)
+        trial = os.environ.get("AUTOTUNE_TRIAL", "")
+        _release_trial(kept)
+        _write_atomically(os.path.join(warm_dir, "ready-" + trial), "")
+        message = _next_trial(warm_dir)
+        if message is None:
+            return
+        _restore_environment(started_with)
+        os.environ.update({k: str(v) for k, v in message["env"].items()})
+        _reset_peaks()  # the first trial keeps the start-up's peak: it paid it, as a cold trial does
+
+
+def _trial_variable(name):
+    """Whether autotune sets `name` for each trial (the warm folder stays)."""
+    return name.startswith("AUTOTUNE_") and name != "AUTOTUNE_WARM_DIR"
+
+
+def _restore_environment(started_with):
+    """os.environ back to `started_with`: what a trial added goes, what it
+    changed or removed comes back."""
+    for key in [k for k in os.environ if k not in started_with]:
+        del os.environ[key]
+    for key, value in started_with.items():
+        if os.environ.get(key) != value:
+            os.environ[key] = value
+
+
+def _reset_peaks():
+    """Per-trial peaks: this process's VmHWM (Linux clear_refs) and CUDA's."""
+    try:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")
+    except OSError:
+        pass
+    torch = _torch()
+    if torch is not None and _cuda_in_use():
+        torch.cuda.reset_peak_memory_stats()
+
+
+def _release_trial(kept):
+    """What one trial held goes before the next: its garbage (a DataLoader's
+    iterator shuts its workers down when collected), CUDA's cached blocks, and
+    the processes it started (waited for, so the next trial's memory and CPUs
+    are its own); `kept`: the processes from before the trial."""
+    gc.collect()
+    _shut_down_loader_workers(kept)
+    torch = _torch()
+    if torch is not None and _cuda_in_use():
+        torch.cuda.synchronize()
+        torch.cuda.empty_cache()
+    deadline = time.monotonic() + _WARM_READY_WAIT_S
+    while set(_descendants(os.getpid())) - kept and time.monotonic() < deadline:
+        gc.collect()
+        time.sleep(0.01)
+
+
+def _shut_down_loader_workers(kept):
+    """The worker processes of the DataLoaders the trial started, shut down
+    the way PyTorch does it (the script's loop body may still hold its loader,
+    and persistent_workers keeps them alive while it does). A loader that
+    owned such an iterator makes a new one when next iterated. Loaders whose
+    workers were up before the trial are left alone."""
+    if _torch() is None:
+        return
+    iterators, loaders = [], []
+    for obj in gc.get_objects():
+        name = type(obj).__name__
+        if name == "_MultiProcessingDataLoaderIter":
+            pids = {getattr(w, "pid", None) for w in getattr(obj, "_workers", [])}
+            if pids - kept - {None}:
+                iterators.append(obj)
+        elif name == "DataLoader":
+            loaders.append(obj)
+    for it in iterators:
+        try:
+            it._shutdown_workers()
+        except Exception:  # already shut down, or a PyTorch without the method: the wait below decides
+            pass
+        for loader in loaders:
+            if getattr(loader, "_iterator", None) is it:
+                loader._iterator = None
+
+
+def _next_trial(warm_dir):
+    """The next trial's message ({"env": {...}}) from autotune, or None when it
+    says stop (or is gone)."""
+    path = os.path.join(warm_dir, "next.json")
+    while True:
+        if os.path.exists(path):
+            with open(path) as f:
+                message = json.load(f)
+            os.unlink(path)
+            return message
+        if os.path.exists(os.path.join(warm_dir, "stop")) or os.getppid() == 1:
+            return None
+        time.sleep(0.005)
+
+
+def _warn_if_cold_under_warm():
+    if os.environ.get("AUTOTUNE_WARM_DIR") and not _entered_trials:
+        print("autotune_trial: warm: true, but this script never entered autotune_trial.trials(): "
+              "each trial starts it anew (cold)", file=sys.stderr, flush=True)
+
+
+atexit.register(_warn_if_cold_under_warm)
