@@ -53,7 +53,7 @@ namespace {
 // The whole landscape as a table: one row per configuration, the parameters'
 // values, then status, noise-free throughput, memory and the failure reason.
 // A second file lists each parameter's domain in order (name,kind,values...).
-void export_table(const bench::FailureLandscape& land, const std::filesystem::path& dir) {
+void export_table(const bench::Landscape& land, const std::filesystem::path& dir) {
   std::filesystem::create_directories(dir);
   const SearchSpace space = land.space();
   std::ofstream dom(dir / (land.name + ".space.csv"));
@@ -123,7 +123,7 @@ int main(int argc, char** argv) {
     }
   }
 
-  const std::vector<bench::FailureLandscape> landscapes =
+  const std::vector<bench::Landscape> landscapes =
       random_landscapes > 0 ? bench::random_failure_landscapes(random_landscapes, 2026) : bench::failure_landscapes();
   if (!export_dir.empty()) {
     for (const auto& land : landscapes)

@@ -138,7 +138,7 @@ TEST(Feasibility, AFailureAtOneEndLeavesTheOtherEndOpen) {
 // least as large as the failure. Without the bytes, nearness alone holds the
 // same neighbour at a coin flip or below.
 TEST(Feasibility, ReportedBytesDecideNextToAFailure) {
-  const bench::FailureLandscape land = bench::failure_landscapes()[0];  // worker-cliff: 24 GB, 1.8 GB per worker
+  const bench::Landscape land = bench::failure_landscapes()[0];  // worker-cliff: 24 GB, 1.8 GB per worker
   ASSERT_EQ(land.name, "worker-cliff");
   const SearchSpace& s = pipeline();
   std::mt19937_64 noise(3);
@@ -173,7 +173,7 @@ TEST(Feasibility, ReportedBytesDecideNextToAFailure) {
 // `memory: host`): configurations by value, and what a sequence of them
 // measures with the memory reported (noise seed 5).
 struct CacheKnob {
-  bench::FailureLandscape land = bench::failure_landscapes()[4];
+  bench::Landscape land = bench::failure_landscapes()[4];
   SearchSpace s = land.space();
   Config at(std::int64_t b, std::int64_t w, std::int64_t p, bool pin, const std::string& prec, std::int64_t acc,
             std::int64_t cache) const {
