@@ -368,7 +368,7 @@ class BoStrategy final : public StrategyBase {
     Eigen::Index at = 0;
     mean.maxCoeff(&at);
     const Observation& answer = *ok[static_cast<std::size_t>(at)];
-    const auto busy = busy_share(answer.outcome);
+    const auto busy = answer.outcome.busy_share();
     if (!busy || *busy >= kLoaderBound) return std::nullopt;
     std::vector<Config> steps;
     for (auto& nb : m_space.neighbours(answer.config)) {

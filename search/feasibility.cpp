@@ -106,8 +106,8 @@ std::optional<MemoryKind> memory_failure_kind(const Outcome& o, double vram_limi
   if (o.status == Status::invalid) {
     // Measured but over a limit: whichever memory it measured over; the
     // runner's own check is on host memory, so that when unsure.
-    const auto vram = o.metric(metric::vram_bytes);
-    const auto ram = o.metric(metric::ram_bytes);
+    const auto vram = o.vram_bytes();
+    const auto ram = o.ram_bytes();
     const bool over_vram = vram && vram_limit > 0 && *vram > vram_limit;
     const bool over_ram = ram && ram_limit > 0 && *ram > ram_limit;
     return over_vram && !over_ram ? MemoryKind::device : MemoryKind::host;

@@ -14,7 +14,7 @@ inline constexpr const char* vram_estimate_bytes = "vram_estimate_bytes";
 inline constexpr const char* vram_own_bytes = "vram_own_bytes";
 inline constexpr const char* vram_context_bytes = "vram_context_bytes";
 
-// Where the time went: the busy share (busy_reading reads these three).
+// Where the time went: the busy share (Outcome::busy reads these three).
 inline constexpr const char* compute_busy = "compute_busy";
 inline constexpr const char* data_wait_fraction = "data_wait_fraction";
 inline constexpr const char* gpu_busy = "gpu_busy";

@@ -35,24 +35,28 @@ std::optional<double> Outcome::metric(const std::string& key) const {
   return it->second;
 }
 
-bool Outcome::raced() const { return metric(::autotune::metric::raced).value_or(0) > 0; }
+bool Outcome::raced() const { return metric(metric::raced).value_or(0) > 0; }
+void Outcome::mark_raced() { metrics[metric::raced] = 1; }
+std::optional<double> Outcome::ram_bytes() const { return metric(metric::ram_bytes); }
+std::optional<double> Outcome::vram_bytes() const { return metric(metric::vram_bytes); }
+std::optional<double> Outcome::startup_seconds() const { return metric(metric::startup_seconds); }
 
 // compute_busy first: the harness's timed windows (the cpu workload's
 // data_wait_fraction spans its warm-up too). bo splits T into the compute
 // rate and this share (search/surrogate.cpp); evidence, seed by seed:
 // bench/results/search_constants.md (busy split).
-std::optional<BusyReading> busy_reading(const Outcome& o) {
-  std::optional<double> b = o.metric(metric::compute_busy);
+std::optional<BusyReading> Outcome::busy() const {
+  std::optional<double> b = metric(metric::compute_busy);
   if (!b)
-    if (auto w = o.metric(metric::data_wait_fraction)) b = 1.0 - *w;
+    if (auto w = metric(metric::data_wait_fraction)) b = 1.0 - *w;
   const bool data_wait = b.has_value();
-  if (!b) b = o.metric(metric::gpu_busy);
+  if (!b) b = metric(metric::gpu_busy);
   if (!b || !std::isfinite(*b)) return std::nullopt;  // a job's NaN is no share
   return BusyReading{*b, data_wait};
 }
 
-std::optional<double> busy_share(const Outcome& o) {
-  if (auto r = busy_reading(o)) return r->share;
+std::optional<double> Outcome::busy_share() const {
+  if (auto r = busy()) return r->share;
   return std::nullopt;
 }
 

@@ -28,6 +28,15 @@ inline constexpr Status kAllStatuses[] = {Status::ok,      Status::oom,   Status
 // or broken trial: the surrogate's feasibility model learns from these.
 bool is_resource_failure(Status s);
 
+// A trial's busy share: how much of its time the compute was busy rather
+// than waiting for data, and whether that is a measured data wait
+// (compute_busy or data_wait_fraction) rather than a card's utilisation
+// (gpu_busy, which also falls where the step waits on its launches).
+struct BusyReading {
+  double share;
+  bool data_wait;
+};
+
 struct Outcome {
   Status status = Status::error;
   double throughput = 0.0;                 // samples/s, larger is better; meaningful when ok
@@ -37,10 +46,27 @@ struct Outcome {
   double seconds = 0.0;                    // wall time the trial took
 
   bool ok() const { return status == Status::ok; }
-  // Stopped early, surely below the tuner's bar (metric raced = 1): a real
-  // but shorter, noisier measurement (tuner/racing.hpp).
-  bool raced() const;
   std::optional<double> metric(const std::string& key) const;
+
+  // The facts the tool itself reads, typed. They are kept in `metrics` under
+  // the names of search/metric_names.hpp, so that the journal, the worker
+  // wire and a script's result carry them unchanged; these are the one way
+  // they are read.
+  //
+  // Stopped early, surely below the tuner's bar (tuner/racing.hpp): a real
+  // but shorter, noisier measurement.
+  bool raced() const;
+  void mark_raced();
+  // Peak host and device memory, bytes.
+  std::optional<double> ram_bytes() const;
+  std::optional<double> vram_bytes() const;
+  // Seconds from the trial's start to its measurement (start-up, loading, warm-up).
+  std::optional<double> startup_seconds() const;
+  // The busy share: compute_busy, else 1 - data_wait_fraction, else
+  // gpu_busy; none when the trial reported none (or NaN). bo's surrogate,
+  // the time split of the summary and the report all read it here.
+  std::optional<BusyReading> busy() const;
+  std::optional<double> busy_share() const;
 
   static Outcome success(double throughput) {
     Outcome o;
@@ -55,19 +81,5 @@ struct Outcome {
     return o;
   }
 };
-
-// The share of a trial's time its compute was busy rather than waiting for
-// data: compute_busy, else 1 - data_wait_fraction, else gpu_busy; none when
-// the trial reported none (or NaN). The one reading of it: bo's surrogate,
-// the time split of the summary and the report all take it from here.
-std::optional<double> busy_share(const Outcome& o);
-// The same share, and whether it is a measured data wait (compute_busy or
-// data_wait_fraction) rather than a card's utilisation (gpu_busy, which
-// also falls where the step waits on its launches).
-struct BusyReading {
-  double share;
-  bool data_wait;
-};
-std::optional<BusyReading> busy_reading(const Outcome& o);
 
 }  // namespace autotune

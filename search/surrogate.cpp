@@ -339,7 +339,7 @@ void Surrogate::set_data(const std::vector<const Observation*>& ok) {
     x.row(i) = columns(o.config).transpose();
     y[i] = std::log(o.outcome.throughput);
     scale[i] = o.outcome.raced() ? kRacedNoiseScale : 1.0;
-    const auto b = busy_reading(o.outcome);
+    const auto b = o.outcome.busy();
     m_have_busy = m_have_busy && b.has_value();
     m_have_wait = m_have_wait && b && b->data_wait;
     yb[i] = std::log(std::clamp(b ? b->share : 1.0, 0.01, 1.0));

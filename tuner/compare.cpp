@@ -182,7 +182,7 @@ class CompareRun final : public TrialSource, public TrialObserver {
     row.proposal_ms = f.proposal.ask_ms;
     row.seconds = o.seconds;
     row.elapsed_s = m_elapsed;  // the trials' seconds, summed over the slots
-    row.raced = was_raced(o);
+    row.raced = o.raced();
     row.config = f.config.describe();
     row.proposed_as = f.proposal.proposed_as;
     if (o.ok())

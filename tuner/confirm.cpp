@@ -12,7 +12,7 @@ std::vector<Config> confirm_candidates(const std::vector<TrialRecord>& trials, c
                                        int n) {
   std::vector<const TrialRecord*> ok;
   for (const auto& t : trials)
-    if (t.outcome.ok() && !was_raced(t.outcome)) ok.push_back(&t);  // raced: below the bar, not a candidate
+    if (t.outcome.ok() && !t.outcome.raced()) ok.push_back(&t);  // raced: below the bar, not a candidate
   // Stable: equal throughputs keep the order they were measured in.
   std::stable_sort(ok.begin(), ok.end(),
                    [](const TrialRecord* a, const TrialRecord* b) { return a->outcome.throughput > b->outcome.throughput; });

@@ -13,7 +13,7 @@ std::optional<Outcome> earlier_measurement(const Study& study, const Config& con
   for (const auto& t : study.explanations)
     if (t.config == config) return t.outcome;
   for (const auto& t : study.trials)
-    if (t.config == config && !was_raced(t.outcome)) return t.outcome;
+    if (t.config == config && !t.outcome.raced()) return t.outcome;
   return std::nullopt;
 }
 

@@ -35,7 +35,7 @@ std::string format_duration(double s) {
 void Progress::trial(const TrialRecord& t, const std::optional<double>& best, double elapsed, int done) {
   if (!m_out) return;
   std::string what = figure(t.outcome);
-  if (was_raced(t.outcome)) what += fmt::format(" (raced, {:.1f}s)", t.outcome.seconds);
+  if (t.outcome.raced()) what += fmt::format(" (raced, {:.1f}s)", t.outcome.seconds);
   if (t.outcome.ok() && t.outcome.metric(metric::stopped_after_result).value_or(0) > 0)
     what += " (gave its result but did not exit: stopped, result kept)";
   std::string eta;

@@ -8,8 +8,6 @@
 
 namespace autotune {
 
-bool was_raced(const Outcome& o) { return o.raced(); }
-
 double supported_throughput(const Outcome& o) {
   const double rsd = std::max(0.0, o.metric(metric::throughput_rsd).value_or(0));
   // The windows the throughput averages: as reported, else the last
@@ -29,14 +27,14 @@ double race_bar(const std::vector<TrialRecord>& trials, double margin) {
   if (margin < 0) return 0;
   double best = 0;
   for (const auto& t : trials)
-    if (t.outcome.ok() && !was_raced(t.outcome)) best = std::max(best, supported_throughput(t.outcome));
+    if (t.outcome.ok() && !t.outcome.raced()) best = std::max(best, supported_throughput(t.outcome));
   return best * (1 - std::min(margin, 1.0));
 }
 
 const TrialRecord* best_full_trial(const std::vector<TrialRecord>& trials) {
   const TrialRecord* best = nullptr;
   for (const auto& t : trials)
-    if (t.outcome.ok() && !was_raced(t.outcome) && (!best || t.outcome.throughput > best->outcome.throughput))
+    if (t.outcome.ok() && !t.outcome.raced() && (!best || t.outcome.throughput > best->outcome.throughput))
       best = &t;
   return best;
 }

@@ -10,9 +10,6 @@
 
 namespace autotune {
 
-// Whether the trial was stopped early below its bar (metric raced = 1).
-bool was_raced(const Outcome& o);
-
 // What an ok trial's own measurement supports as its throughput, for a bar:
 // the one-sided 95% lower bound of its mean, throughput x (1 - t x rsd /
 // sqrt(n)), with rsd its windows' spread (throughput_rsd) and n the windows

@@ -149,12 +149,12 @@ std::string trials_panel(const JournalStudy& s) {
       const Outcome& o = *j.outcome;
       row.push_back(cell(to_string(o.status), std::nullopt, status_cell_class(o.status)));
       row.push_back(o.ok() ? cell(fmt::format("{:.1f}", o.throughput), o.throughput) : cell("", -1.0));
-      row.push_back(cell(memory_of(o, "vram_bytes"), o.metric(metric::vram_bytes).value_or(0)));
-      row.push_back(cell(memory_of(o, "ram_bytes"), o.metric(metric::ram_bytes).value_or(0)));
+      row.push_back(cell(memory_of(o, "vram_bytes"), o.vram_bytes().value_or(0)));
+      row.push_back(cell(memory_of(o, "ram_bytes"), o.ram_bytes().value_or(0)));
       row.push_back(cell(fmt::format("{:.1f}", o.seconds), o.seconds));
       row.push_back(cell(fmt::format("{:.0f}", j.finish_time), j.finish_time));
       if (!o.ok()) note += (note.empty() ? "" : "; ") + o.reason.substr(0, 200);
-      if (was_raced(o)) note += (note.empty() ? "" : "; ") + std::string("raced: stopped early, surely below the bar");
+      if (o.raced()) note += (note.empty() ? "" : "; ") + std::string("raced: stopped early, surely below the bar");
       row.push_back(cell(note, std::nullopt, "reason"));
     }
     t.rows.push_back(std::move(row));

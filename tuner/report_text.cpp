@@ -54,7 +54,7 @@ std::string trials_table(const JournalStudy& s) {
       row.insert(row.end(), {"running", "", "", "", ""});
     } else {
       const Outcome& o = *t->outcome;
-      row.insert(row.end(), {std::string(to_string(o.status)) + (was_raced(o) ? " (raced)" : ""),
+      row.insert(row.end(), {std::string(to_string(o.status)) + (o.raced() ? " (raced)" : ""),
                              o.ok() ? fmt::format("{:.1f}", o.throughput) : "",
                              memory_of(o, "vram_bytes"), memory_of(o, "ram_bytes"), fmt::format("{:.1f}", o.seconds)});
     }

@@ -59,8 +59,8 @@ Outcome combine_repeats(std::vector<Outcome> runs) {
   const double sd = std::sqrt(ss / static_cast<double>(tp.size() - 1));
   double peak_ram = 0, peak_vram = 0;
   for (const auto& o : runs) {
-    peak_ram = std::max(peak_ram, o.metric(metric::ram_bytes).value_or(0));
-    peak_vram = std::max(peak_vram, o.metric(metric::vram_bytes).value_or(0));
+    peak_ram = std::max(peak_ram, o.ram_bytes().value_or(0));
+    peak_vram = std::max(peak_vram, o.vram_bytes().value_or(0));
   }
   std::sort(runs.begin(), runs.end(), [](const Outcome& a, const Outcome& b) { return a.throughput < b.throughput; });
   const std::size_t n = runs.size();
@@ -117,7 +117,7 @@ std::optional<Scheduler::Done> Scheduler::wait_any(std::chrono::milliseconds wai
     t.seconds += run->outcome.seconds;
     const int r = static_cast<int>(t.runs.size());
     Outcome o = std::move(run->outcome);
-    const bool raced = o.metric(metric::raced).value_or(0) > 0;
+    const bool raced = o.raced();
     if (o.ok() && !raced && r + 1 < m_settings.repeats) {
       t.runs.push_back(std::move(o));
       start_repeat(run->ticket, t);  // its slot just came free
@@ -131,7 +131,7 @@ std::optional<Scheduler::Done> Scheduler::wait_any(std::chrono::milliseconds wai
       t.runs.push_back(std::move(o));
       const bool several = t.runs.size() > 1;
       o = combine_repeats(std::move(t.runs));
-      if (several) o.metrics[metric::raced] = 1;
+      if (several) o.mark_raced();
     } else {
       t.runs.push_back(std::move(o));
       o = combine_repeats(std::move(t.runs));

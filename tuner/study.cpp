@@ -38,7 +38,7 @@ void Study::settle_answer(const std::optional<Config>& recommended) {
   best_outcome.reset();
   if (recommended)
     for (const auto& t : trials)
-      if (t.config == *recommended && t.outcome.ok() && !was_raced(t.outcome)) {
+      if (t.config == *recommended && t.outcome.ok() && !t.outcome.raced()) {
         best = t.config;
         best_outcome = t.outcome;
       }
@@ -83,7 +83,7 @@ void Study::prefer_closest_to(const Config& baseline, std::optional<std::size_t>
   if (!chosen) return;
   const TrialRecord* nearest = chosen;
   for (const auto& t : trials) {
-    if (!t.outcome.ok() || was_raced(t.outcome) || !within_noise(t.outcome, chosen->outcome)) continue;
+    if (!t.outcome.ok() || t.outcome.raced() || !within_noise(t.outcome, chosen->outcome)) continue;
     const int d = distance(t.config, baseline, precision_dim), dn = distance(nearest->config, baseline, precision_dim);
     if (d < dn || (d == dn && t.outcome.throughput > nearest->outcome.throughput)) nearest = &t;
   }

@@ -22,8 +22,8 @@ std::string TimeSplit::bound() const {
 
 TimeSplit time_split(const Outcome& o) {
   TimeSplit s;
-  // The busy share as bo reads it (busy_reading), where it is a data wait.
-  if (auto b = busy_reading(o); b && b->data_wait) s.data_wait = std::clamp(1.0 - b->share, 0.0, 1.0);
+  // The busy share as bo reads it (Outcome::busy), where it is a data wait.
+  if (auto b = o.busy(); b && b->data_wait) s.data_wait = std::clamp(1.0 - b->share, 0.0, 1.0);
   if (s.data_wait) s.compute = 1.0 - *s.data_wait;
   if (auto g = o.metric(metric::gpu_busy)) s.device_busy = std::clamp(*g, 0.0, 1.0);
   return s;

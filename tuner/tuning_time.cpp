@@ -23,12 +23,12 @@ void add(TuningTime& t, const Outcome& o) {
   }
   const double measure = std::clamp(o.metric(metric::measure_seconds).value_or(0), 0.0, o.seconds);
   const double warmup = std::clamp(o.metric(metric::warmup_seconds).value_or(0), 0.0, measure);
-  const double startup = std::clamp(o.metric(metric::startup_seconds).value_or(0), 0.0, o.seconds - measure);
+  const double startup = std::clamp(o.startup_seconds().value_or(0), 0.0, o.seconds - measure);
   t.warmup_s += warmup;
   t.timed_s += measure - warmup;
   t.startup_s += startup;
   t.other_s += o.seconds - measure - startup;
-  if (was_raced(o)) {
+  if (o.raced()) {
     t.raced_s += o.seconds;
     ++t.raced;
   }

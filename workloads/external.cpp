@@ -186,7 +186,7 @@ Outcome Workload::interpret(const ExternalRun& run, const TrialContext& ctx) con
 }
 
 Outcome with_run_facts(Outcome o, const ExternalRun& run) {
-  if (!o.metric(metric::ram_bytes) && run.peak_ram_bytes > 0) o.metrics[metric::ram_bytes] = run.peak_ram_bytes;
+  if (!o.ram_bytes() && run.peak_ram_bytes > 0) o.metrics[metric::ram_bytes] = run.peak_ram_bytes;
   if (o.seconds <= 0) o.seconds = run.wall_s;  // a forked workload may report its own (simulated) seconds
   return o;
 }

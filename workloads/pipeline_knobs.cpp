@@ -144,7 +144,7 @@ void add_measure_metrics(const MeasureResult& r, Outcome& o) {
   o.metrics[metric::mean_windows] = r.mean_windows;
   o.metrics[metric::measure_seconds] = r.elapsed_seconds;
   o.metrics[metric::warmup_seconds] = r.warmup_seconds;
-  if (r.raced) o.metrics[metric::raced] = 1.0;
+  if (r.raced) o.mark_raced();
   o.metrics[metric::cpu_cores] = r.cpu_cores;
 }
 
