@@ -44,6 +44,13 @@ inline constexpr const char* timed_steps = "timed_steps";
 inline constexpr const char* measure_seconds = "measure_seconds";
 inline constexpr const char* startup_seconds = "startup_seconds";
 
+// A warm trial (workload `warm: true`): 1 on the trial that started its
+// slot's worker (it paid the job's start-up), and 1 when that worker then
+// ended by itself after a good trial (the script never entered
+// autotune_trial.trials(), so every trial runs cold).
+inline constexpr const char* worker_started = "worker_started";
+inline constexpr const char* warm_ran_cold = "warm_ran_cold";
+
 // The training itself.
 inline constexpr const char* loss = "loss";
 

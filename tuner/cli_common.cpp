@@ -13,6 +13,7 @@
 #include "tuner/slurm_executor.hpp"
 #include "tuner/spec_checks.hpp"
 #include "tuner/progress.hpp"
+#include "tuner/tuning_time.hpp"
 #include "tuner/runner.hpp"
 #include "tuner/slots.hpp"
 #include "workloads/options.hpp"

@@ -1,5 +1,7 @@
 #include "tuner/journal.hpp"
 
+#include "tuner/spec.hpp"
+
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -243,6 +245,39 @@ void JournalWriter::finished(int trial, const Assignment& config, const Outcome&
   rec["time"] = time_s;
   mark_phase(rec, phase);
   append(rec);
+}
+
+namespace {
+nlohmann::json initial_json(const Spec& spec) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const Config& c : spec.search.initial) out.push_back(to_json(spec.space.to_assignment(c)));
+  return out;
+}
+}  // namespace
+
+nlohmann::json journal_header(const Spec& spec) {
+  nlohmann::json params = nlohmann::json::array();
+  for (const auto& p : spec.space.params()) {
+    nlohmann::json values = nlohmann::json::array();
+    for (const auto& v : p.values) values.push_back(to_string(v));
+    params.push_back({{"name", p.name}, {"scale", std::string(to_string(p.scale))}, {"values", values}});
+  }
+  return {{"version", 1},
+          {"space_hash", spec.space.hash()},
+          {"spec_file", spec.file.string()},
+          {"workload", spec.workload.kind},
+          {"parameters", params},
+          {"rules", spec.space.rules().rules()},
+          {"strategy", spec.search.strategy},
+          {"seed", spec.search.seed},
+          {"budget", {{"trials", spec.search.budget_trials}, {"seconds", spec.search.budget_seconds}}},
+          {"initial", initial_json(spec)},  // the baseline, for the report
+          {"confirm", spec.search.confirm},
+          {"explain", spec.search.explain},
+          {"remeasure", remeasure_rounds(spec)},
+          {"effective_batch", spec.effective_batch ? nlohmann::json(*spec.effective_batch) : nlohmann::json()},
+          {"ranks", spec.ranks},
+          {"limits", {{"vram_bytes", spec.limits.vram_bytes}, {"ram_bytes", spec.limits.ram_bytes}}}};
 }
 
 }  // namespace autotune

@@ -110,4 +110,8 @@ class JournalWriter {
   int m_fd = -1;
 };
 
+struct Spec;
+// The journal header for a spec (space hash, parameters, strategy, seed).
+nlohmann::json journal_header(const Spec& spec);
+
 }  // namespace autotune

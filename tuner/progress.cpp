@@ -5,7 +5,7 @@
 #include <fmt/format.h>
 
 #include "search/metric_names.hpp"
-#include "tuner/racing.hpp"
+#include "tuner/tuning_time.hpp"
 #include "workloads/failure_reading.hpp"
 
 namespace autotune {
@@ -25,12 +25,6 @@ std::string figure(const Outcome& o) {
 }
 
 }  // namespace
-
-std::string format_duration(double s) {
-  if (s < 60) return fmt::format("{:.0f}s", s);
-  if (s < 3600) return fmt::format("{:.0f}m{:02.0f}s", std::floor(s / 60), std::fmod(s, 60));
-  return fmt::format("{:.0f}h{:02.0f}m", std::floor(s / 3600), std::fmod(s / 60, 60));
-}
 
 void Progress::trial(const TrialRecord& t, const std::optional<double>& best, double elapsed, int done) {
   if (!m_out) return;

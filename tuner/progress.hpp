@@ -9,7 +9,6 @@
 
 namespace autotune {
 
-std::string format_duration(double seconds);  // "42s", "3m05s", "1h12m"
 
 class Progress {
  public:

@@ -7,6 +7,7 @@
 #include <memory>
 #include <mutex>
 
+#include "search/metric_names.hpp"
 #include "tuner/interrupt.hpp"
 #include "tuner/wire.hpp"
 #include "workloads/subprocess.hpp"
@@ -103,9 +104,9 @@ class ProcessRunner final : public TrialRunner {
     const bool fresh = !worker->alive();
     const ExternalRun run = worker->run(cmd, ctx.env, opt);
     Outcome o = with_run_facts(interpret(run), run);
-    if (fresh && run.spawn_error.empty()) o.metrics[std::string(kWorkerStarted)] = 1;
+    if (fresh && run.spawn_error.empty()) o.metrics[metric::worker_started] = 1;
     // Exited by itself after a good trial: the script never entered trials().
-    if (fresh && !run.worker_kept && o.ok() && run.spawn_error.empty()) o.metrics[std::string(kRanCold)] = 1;
+    if (fresh && !run.worker_kept && o.ok() && run.spawn_error.empty()) o.metrics[metric::warm_ran_cold] = 1;
     if (!o.ok()) worker->stop();
     return o;
   }

@@ -48,12 +48,6 @@ std::unique_ptr<TrialRunner> make_inline_runner(Workload& w);
 std::unique_ptr<TrialRunner> make_process_runner(Workload& w, double term_grace_s = 5.0,
                                                  std::optional<BuiltinWorker> builtin = std::nullopt);
 
-// Metrics a warm trial (workload `warm: true`) adds: 1 on the trial that
-// started its slot's worker (it paid the job's start-up), and 1 when that
-// worker then ended by itself after a good trial (the script never entered
-// autotune_trial.trials(), so every trial runs cold).
-inline constexpr std::string_view kWorkerStarted = "worker_started";
-inline constexpr std::string_view kRanCold = "warm_ran_cold";
 
 // Whether the trial should stop now: the tuner was interrupted, or ctx.stop
 // is set (the scheduler stops its trials when the tool itself fails).

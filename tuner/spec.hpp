@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "search/space.hpp"
+#include "search/strategy.hpp"
 #include "workloads/options.hpp"
 #include "workloads/workload.hpp"
 
@@ -118,5 +119,13 @@ SpecLoadResult load_spec_text(const std::string& text, const std::string& name,
 
 // The config the README's first command runs when no --config is given.
 const std::string& embedded_default_spec();
+
+// search.remeasure as it applies to this spec: what it says, else 2 for the
+// command workload and 0 for the others.
+int remeasure_rounds(const Spec& spec);
+
+// What a strategy is given for one run over `space`.
+StrategyContext strategy_context(const SearchSpace& space, std::uint64_t seed, int budget,
+                                 std::vector<Config> initial, const Limits& limits);
 
 }  // namespace autotune

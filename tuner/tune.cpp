@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "search/metric_names.hpp"
 #include "tuner/confirm.hpp"
 #include "tuner/driver.hpp"
 #include "tuner/explain.hpp"
@@ -125,7 +126,7 @@ class TuningRun final : public TrialSource, public TrialObserver {
     if (f.proposal.phase != Phase::search) return;
     m_study.trials.push_back({f.trial, f.proposal.config, f.outcome, false});
     m_progress.trial(m_study.trials.back(), best_of(m_study.trials.back()), elapsed(), ++m_done);
-    if (f.outcome.metric(std::string(kRanCold)).value_or(0) > 0 && !m_said_cold) {
+    if (f.outcome.metric(metric::warm_ran_cold).value_or(0) > 0 && !m_said_cold) {
       m_said_cold = true;
       m_progress.say("warm: true, but the script never entered autotune_trial.trials(): each trial starts it "
                      "anew (cold)");
@@ -264,55 +265,6 @@ class TuningRun final : public TrialSource, public TrialObserver {
 };
 
 }  // namespace
-
-namespace {
-nlohmann::json initial_json(const Spec& spec) {
-  nlohmann::json out = nlohmann::json::array();
-  for (const Config& c : spec.search.initial) out.push_back(to_json(spec.space.to_assignment(c)));
-  return out;
-}
-}  // namespace
-
-nlohmann::json journal_header(const Spec& spec) {
-  nlohmann::json params = nlohmann::json::array();
-  for (const auto& p : spec.space.params()) {
-    nlohmann::json values = nlohmann::json::array();
-    for (const auto& v : p.values) values.push_back(to_string(v));
-    params.push_back({{"name", p.name}, {"scale", std::string(to_string(p.scale))}, {"values", values}});
-  }
-  return {{"version", 1},
-          {"space_hash", spec.space.hash()},
-          {"spec_file", spec.file.string()},
-          {"workload", spec.workload.kind},
-          {"parameters", params},
-          {"rules", spec.space.rules().rules()},
-          {"strategy", spec.search.strategy},
-          {"seed", spec.search.seed},
-          {"budget", {{"trials", spec.search.budget_trials}, {"seconds", spec.search.budget_seconds}}},
-          {"initial", initial_json(spec)},  // the baseline, for the report
-          {"confirm", spec.search.confirm},
-          {"explain", spec.search.explain},
-          {"remeasure", remeasure_rounds(spec)},
-          {"effective_batch", spec.effective_batch ? nlohmann::json(*spec.effective_batch) : nlohmann::json()},
-          {"ranks", spec.ranks},
-          {"limits", {{"vram_bytes", spec.limits.vram_bytes}, {"ram_bytes", spec.limits.ram_bytes}}}};
-}
-
-int remeasure_rounds(const Spec& spec) {
-  return spec.search.remeasure.value_or(spec.workload.kind == "command" ? 2 : 0);
-}
-
-StrategyContext strategy_context(const SearchSpace& space, std::uint64_t seed, int budget,
-                                 std::vector<Config> initial, const Limits& limits) {
-  StrategyContext ctx;
-  ctx.space = &space;
-  ctx.seed = seed;
-  ctx.budget = budget;
-  ctx.initial = std::move(initial);
-  ctx.vram_limit_bytes = limits.vram_bytes;
-  ctx.ram_limit_bytes = limits.ram_bytes;
-  return ctx;
-}
 
 Study run_tuning(const Spec& spec, Executor& executor, const TuneOptions& options) {
   return TuningRun(spec, executor, options).run();

@@ -7,8 +7,6 @@
 #include <stdexcept>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
 #include "search/strategy.hpp"
 #include "tuner/executor.hpp"
 #include "tuner/spec.hpp"
@@ -38,16 +36,5 @@ struct TuneError : std::runtime_error {
 Study run_tuning(const Spec& spec, Executor& executor, const TuneOptions& options);
 // The same on spec.search.parallel plain local slots over `measure`.
 Study run_tuning(const Spec& spec, const MeasureFn& measure, const TuneOptions& options);
-
-// What a strategy is given for one run over `space`.
-StrategyContext strategy_context(const SearchSpace& space, std::uint64_t seed, int budget,
-                                 std::vector<Config> initial, const Limits& limits);
-
-// The journal header for a spec (space hash, parameters, strategy, seed).
-nlohmann::json journal_header(const Spec& spec);
-
-// search.remeasure as it applies to this spec: what it says, else 2 for the
-// command workload and 0 for the others.
-int remeasure_rounds(const Spec& spec);
 
 }  // namespace autotune

@@ -1,13 +1,11 @@
 #include "tuner/tuning_time.hpp"
 
 #include <algorithm>
+#include <cmath>
 
 #include <fmt/format.h>
 
 #include "search/metric_names.hpp"
-#include "tuner/progress.hpp"
-#include "tuner/racing.hpp"
-#include "tuner/runner.hpp"
 
 namespace autotune {
 namespace {
@@ -15,7 +13,7 @@ namespace {
 void add(TuningTime& t, const Outcome& o) {
   t.total_s += o.seconds;
   ++t.trials;
-  if (o.metric(std::string(kWorkerStarted)).value_or(0) > 0) ++t.workers_started;
+  if (o.metric(metric::worker_started).value_or(0) > 0) ++t.workers_started;
   if (!o.ok()) {
     t.failed_s += o.seconds;
     ++t.failed;
@@ -35,6 +33,12 @@ void add(TuningTime& t, const Outcome& o) {
 }
 
 }  // namespace
+
+std::string format_duration(double s) {
+  if (s < 60) return fmt::format("{:.0f}s", s);
+  if (s < 3600) return fmt::format("{:.0f}m{:02.0f}s", std::floor(s / 60), std::fmod(s, 60));
+  return fmt::format("{:.0f}h{:02.0f}m", std::floor(s / 3600), std::fmod(s / 60, 60));
+}
 
 TuningTime tuning_time(const Study& s) {
   TuningTime t;

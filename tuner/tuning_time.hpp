@@ -34,4 +34,6 @@ TuningTime tuning_time(const Study& s);
 // (no start-up part under half a second: none reported, or a forked harness's)
 std::string describe(const TuningTime& t);
 
+std::string format_duration(double seconds);  // "42s", "3m05s", "1h12m"
+
 }  // namespace autotune
