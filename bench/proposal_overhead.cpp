@@ -6,6 +6,7 @@
 
 #include <algorithm>
 
+#include "search/encoding.hpp"
 #include "bench/landscapes.hpp"
 #include "search/gp/gaussian_process.hpp"
 #include "search/strategy.hpp"
@@ -41,7 +42,7 @@ void BM_GpFit(benchmark::State& state) {
   Eigen::MatrixXd x(static_cast<Eigen::Index>(ok.size()), static_cast<Eigen::Index>(space().encoded_dims()));
   Eigen::VectorXd y(static_cast<Eigen::Index>(ok.size()));
   for (std::size_t i = 0; i < ok.size(); ++i) {
-    x.row(static_cast<Eigen::Index>(i)) = space().encode(ok[i].config).transpose();
+    x.row(static_cast<Eigen::Index>(i)) = encode(space(), ok[i].config).transpose();
     y[static_cast<Eigen::Index>(i)] = std::log(ok[i].outcome.throughput);
   }
   std::vector<int> groups(space().encoded_owner().begin(), space().encoded_owner().end());

@@ -50,6 +50,7 @@
 #include <utility>
 
 #include "search/feasibility.hpp"
+#include "search/encoding.hpp"
 #include "search/gp/gaussian_process.hpp"
 #include "search/initial_design.hpp"
 #include "search/knobs.hpp"
@@ -537,15 +538,15 @@ class BoStrategy final : public StrategyBase {
   std::optional<Config> space_filling() {
     proposing("fill");
     std::vector<Eigen::VectorXd> taken;
-    for (const auto& o : history()) taken.push_back(m_space.encode(o.config));
-    for (const auto& c : pending()) taken.push_back(m_space.encode(c));
+    for (const auto& o : history()) taken.push_back(encode(m_space, o.config));
+    for (const auto& c : pending()) taken.push_back(encode(m_space, c));
     std::optional<Config> best;
     double best_score = -1.0;
     for (int k = 0; k < 256; ++k) {
       auto c = random_unasked();
       if (!c) break;
       double dmin = taken.empty() ? 1.0 : std::numeric_limits<double>::infinity();
-      const Eigen::VectorXd e = m_space.encode(*c);
+      const Eigen::VectorXd e = encode(m_space, *c);
       for (const auto& t : taken) dmin = std::min(dmin, (e - t).squaredNorm());
       const double p = m_feasibility.probability(*c);
       double score = std::sqrt(dmin) * (p < kMinFeasible ? 1e-3 : p);

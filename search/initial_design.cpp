@@ -6,6 +6,7 @@
 #include <numeric>
 #include <set>
 
+#include "search/encoding.hpp"
 #include "search/knobs.hpp"
 
 namespace autotune {
@@ -95,7 +96,7 @@ std::vector<Config> spread_design(const SearchSpace& space, int n, const std::ve
   const std::size_t dims = space.dims();
   const auto un = static_cast<std::size_t>(n);
   std::vector<Eigen::VectorXd> fixed;
-  for (const auto& c : taken) fixed.push_back(space.encode(c));
+  for (const auto& c : taken) fixed.push_back(encode(space, c));
 
   std::vector<Target> best_design;
   double best_score = -1.0;
@@ -121,7 +122,7 @@ std::vector<Config> spread_design(const SearchSpace& space, int n, const std::ve
     }
     // Maximin in the encoding, over the snapped points and what is taken.
     std::vector<Eigen::VectorXd> pts = fixed;
-    for (const auto& target : design) pts.push_back(space.encode(snap(space, target)));
+    for (const auto& target : design) pts.push_back(encode(space, snap(space, target)));
     double dmin = std::numeric_limits<double>::infinity();
     for (std::size_t i = fixed.size(); i < pts.size(); ++i)
       for (std::size_t j = 0; j < i; ++j) dmin = std::min(dmin, (pts[i] - pts[j]).squaredNorm());

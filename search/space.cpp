@@ -191,17 +191,16 @@ std::vector<Config> SearchSpace::neighbours(const Config& c) const {
   return out;
 }
 
-Eigen::VectorXd SearchSpace::encode(const Config& c) const {
-  Eigen::VectorXd x = Eigen::VectorXd::Zero(static_cast<Eigen::Index>(m_encoded_dims));
+void SearchSpace::encode_into(const Config& c, double* out) const {
+  std::fill(out, out + m_encoded_dims, 0.0);
   for (std::size_t d = 0; d < m_params.size(); ++d) {
-    const auto col = static_cast<Eigen::Index>(m_first_column[d]);
+    const std::size_t col = m_first_column[d];
     const auto k = static_cast<std::size_t>(c[d]);
     if (m_params[d].scale == Scale::categorical)
-      x[col + static_cast<Eigen::Index>(k)] = 1.0;
+      out[col + k] = 1.0;
     else
-      x[col] = m_encoded_position[d][k];
+      out[col] = m_encoded_position[d][k];
   }
-  return x;
 }
 
 double SearchSpace::position(std::size_t dim, int k) const {

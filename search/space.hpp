@@ -11,7 +11,6 @@
 #include <string>
 #include <vector>
 
-#include <Eigen/Core>
 
 #include "search/rules.hpp"
 #include "search/value.hpp"
@@ -88,7 +87,9 @@ class SearchSpace {
   std::size_t encoded_dims() const { return m_encoded_dims; }
   // Column -> parameter index.
   const std::vector<std::size_t>& encoded_owner() const { return m_owner; }
-  Eigen::VectorXd encode(const Config& c) const;
+  // Writes the encoding of `c` to out[0 .. encoded_dims()) (search/encoding.hpp
+  // gives it as a vector).
+  void encode_into(const Config& c, double* out) const;
   // Where value k of an ordered parameter sits in [0,1] by value or log
   // value (the domain's own scale: the initial design's strata and the
   // feasibility model's memory coordinates); for a categorical one, k / (n - 1).
@@ -113,7 +114,7 @@ class SearchSpace {
   std::vector<std::size_t> m_owner;
   std::vector<std::size_t> m_first_column;  // per parameter
   std::vector<std::vector<double>> m_position;  // per parameter, per value: [0,1]
-  // What encode() puts in an ordered parameter's column: its position, or
+  // What encode_into() puts in an ordered parameter's column: its position, or
   // where the knob table says so (num_workers) its position by log(value +
   // offset). Per parameter, per value, in [0,1].
   std::vector<std::vector<double>> m_encoded_position;

@@ -1,3 +1,4 @@
+#include "search/encoding.hpp"
 #include "search/surrogate.hpp"
 
 #include <algorithm>
@@ -317,7 +318,7 @@ bool Surrogate::fit_parts(Rng& rng, const gp::FitOptions& fo) {
 bool Surrogate::fit_default(Rng& rng) { return fit_parts(rng, gp::FitOptions{}); }
 
 Eigen::VectorXd Surrogate::columns(const Config& c) const {
-  Eigen::VectorXd e = m_space->encode(c);
+  Eigen::VectorXd e = encode(*m_space, c);
   if (!m_rank) return e;
   Eigen::VectorXd out(e.size() + 1);
   out << e, m_rank->second[static_cast<std::size_t>(c[m_rank->first])];

@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <random>
 
+#include "search/encoding.hpp"
 #include "bench/failure_landscapes.hpp"
 #include "search/feasibility.hpp"
 #include "search/initial_design.hpp"
@@ -64,7 +65,7 @@ TEST(Bo, ReadsPrecisionByRankBesideItsOneHot) {
   EXPECT_LT(fp16_bf16, fp16_fp32);
   EXPECT_LT(tf32_fp32, fp16_fp32);
   EXPECT_LT(tf32_fp16, fp16_fp32);
-  EXPECT_TRUE(model.columns(Config{2, 3}).head(space.encoded_dims()).isApprox(space.encode(Config{2, 3})))
+  EXPECT_TRUE(model.columns(Config{2, 3}).head(space.encoded_dims()).isApprox(encode(space, Config{2, 3})))
       << "the space's own columns first";
 
   const SearchSpace unknown({{"batch_size", batch, Scale::log},
