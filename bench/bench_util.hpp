@@ -1,14 +1,18 @@
 #pragma once
-// Small helpers the benchmark programs share: what machine they ran on, and
-// quantiles of their samples.
+// Small helpers the benchmark programs share: what machine they ran on,
+// quantiles of their samples, and running a source's trials through the
+// trial driver.
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include "search/space.hpp"
+#include "tuner/driver.hpp"
+#include "tuner/executor.hpp"
 #include "tuner/spec.hpp"
 #include "workloads/workload.hpp"
 
@@ -67,6 +71,22 @@ inline Spec synthetic_spec(const SearchSpace& space, const std::string& strategy
   spec.search.seed = seed;
   spec.output.journal = journal;
   return spec;
+}
+
+// `source`'s trials through the one trial driver (tuner/driver.hpp), as
+// tune and compare run theirs, with `measure` in one local slot: it is
+// called in the order the trials are proposed, so a landscape draws its
+// noise in that order. Blocks until the source stops or runs dry.
+inline RunEnd drive(const SearchSpace& space, TrialSource& source, std::function<Outcome(const Config&)> measure) {
+  auto executor = make_local_executor(
+      [&space, measure = std::move(measure)](const Assignment& a, const TrialContext&) {
+        const auto c = space.from_assignment(a);
+        return c ? measure(*c) : Outcome::failure(Status::error, "not in the space: " + a.describe());
+      },
+      1);
+  Scheduler scheduler(*executor, TrialSettings{});
+  Driver driver(scheduler, space, {});
+  return driver.run(source);
 }
 
 }  // namespace autotune::bench

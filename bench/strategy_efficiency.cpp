@@ -1,12 +1,12 @@
 // How close each strategy's recommendation gets to the optimum, on the
 // analytic landscapes of bench/landscapes.hpp.
 //
-// For each landscape x strategy x budget and each seed: run ask/tell for
-// `budget` trials, take recommend(), and score its TRUE (noise-free)
-// throughput as a fraction of the best feasible configuration (0 when it
-// recommends nothing or something infeasible). Prints the median and 10th
-// percentile over seeds, the mean number of failed trials and the mean time
-// per proposal.
+// For each landscape x strategy x budget and each seed: run `budget` trials
+// through the trial driver (bench::drive), take recommend(), and score its
+// TRUE (noise-free) throughput as a fraction of the best feasible
+// configuration (0 when it recommends nothing or something infeasible).
+// Prints the median and 10th percentile over seeds, the mean number of
+// failed trials and the mean time per proposal.
 //
 // Usage: bench_strategy_efficiency [--seeds N] [--first-seed 0] [--strategies a,b] [--budgets 15,30,60]
 //                                  [--landscapes name,...] [--no-memory-metrics]
@@ -14,6 +14,8 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -23,6 +25,73 @@
 #include "tuner/tune.hpp"
 
 using namespace autotune;
+
+namespace {
+
+// One seed's run as a trial source: the strategy proposes (each ask timed),
+// and each finished trial is counted, traced and told back.
+class SeedRun final : public TrialSource {
+ public:
+  SeedRun(std::unique_ptr<Strategy> strategy, int budget, const SearchSpace& space, const bench::Landscape& land,
+          double optimum, int seed, bool trace)
+      : m_strategy(std::move(strategy)),
+        m_budget(budget),
+        m_space(space),
+        m_land(land),
+        m_optimum(optimum),
+        m_seed(seed),
+        m_trace(trace) {}
+
+  std::optional<RunEnd> stop_reason() override {
+    return m_started >= m_budget ? std::optional(RunEnd::budget) : std::nullopt;
+  }
+
+  std::optional<Proposal> next() override {
+    const auto t0 = std::chrono::steady_clock::now();
+    auto c = m_strategy->ask();
+    const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    ask_ms += ms;
+    ++asks;
+    if (!c) return std::nullopt;
+    ++m_started;
+    Proposal p;
+    p.config = std::move(*c);
+    p.proposed_as = m_strategy->proposed_as();
+    p.ask_ms = ms;
+    return p;
+  }
+
+  void tell(const Finished& f) override {
+    const Config& c = f.proposal.config;
+    const Outcome& o = f.outcome;
+    if (!o.ok()) ++failed;
+    if (m_trace) {
+      const auto tt = m_land.true_throughput(m_space, c);
+      std::printf("  seed %d trial %2d %-8s %.3f  %s\n", m_seed, m_told, std::string(to_string(o.status)).c_str(),
+                  tt ? *tt / m_optimum : 0.0, f.config.describe().c_str());
+    }
+    ++m_told;
+    m_strategy->tell(c, o);
+  }
+
+  std::optional<Config> recommend() const { return m_strategy->recommend(); }
+
+  double ask_ms = 0;  // every ask's time, the last (empty) one included
+  int asks = 0;
+  int failed = 0;
+
+ private:
+  std::unique_ptr<Strategy> m_strategy;
+  int m_budget;
+  const SearchSpace& m_space;
+  const bench::Landscape& m_land;
+  double m_optimum;
+  int m_seed;
+  bool m_trace;
+  int m_started = 0, m_told = 0;
+};
+
+}  // namespace
 
 int main(int argc, char** argv) {
   int seeds = 20;
@@ -71,26 +140,19 @@ int main(int argc, char** argv) {
           const Limits given = memory_metrics
                                    ? Limits{land.vram_limit_mb * 1048576.0, land.ram_limit_mb * 1048576.0}
                                    : Limits{};
-          auto strategy =
-              make_strategy(name, strategy_context(space, 1000 + static_cast<std::uint64_t>(seed), budget, {}, given));
+          SeedRun run(
+              make_strategy(name, strategy_context(space, 1000 + static_cast<std::uint64_t>(seed), budget, {}, given)),
+              budget, space, land, optimum, seed, trace);
           std::mt19937_64 noise(77 + static_cast<std::uint64_t>(seed));
-          for (int t = 0; t < budget; ++t) {
-            const auto t0 = std::chrono::steady_clock::now();
-            auto c = strategy->ask();
-            ask_ms += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-            ++asks;
-            if (!c) break;
-            Outcome o = land.measure(space, *c, noise);
+          bench::drive(space, run, [&](const Config& c) {
+            Outcome o = land.measure(space, c, noise);
             if (!memory_metrics) o.metrics.clear();
-            if (!o.ok()) ++failed;
-            if (trace) {
-              const auto tt = land.true_throughput(space, *c);
-              std::printf("  seed %d trial %2d %-8s %.3f  %s\n", seed, t, std::string(to_string(o.status)).c_str(),
-                          tt ? *tt / optimum : 0.0, space.to_assignment(*c).describe().c_str());
-            }
-            strategy->tell(*c, o);
-          }
-          const auto rec = strategy->recommend();
+            return o;
+          });
+          failed += run.failed;
+          ask_ms += run.ask_ms;
+          asks += run.asks;
+          const auto rec = run.recommend();
           const auto t = rec ? land.true_throughput(space, *rec) : std::nullopt;
           fraction.push_back(t ? *t / optimum : 0.0);
           if (trace)
