@@ -14,7 +14,6 @@
 
 #include "tuner/journal.hpp"
 #include "tuner/spec.hpp"
-#include "tuner/tune.hpp"
 
 namespace autotune {
 
