@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 
 #include "search/metric_names.hpp"
+#include "workloads/harness.hpp"
 #include "workloads/loader.hpp"
 #include "workloads/measure.hpp"
 #include "workloads/pipeline_knobs.hpp"
@@ -22,23 +23,6 @@ namespace {
 
 using Mat = Eigen::MatrixXf;  // column-major: one column per sample
 using Vec = Eigen::VectorXf;
-
-struct MlpShape {
-  std::int64_t input_dim = 256, width = 256, depth = 2, classes = 10;
-  // Layer l maps dims[l] -> dims[l + 1]; depth hidden layers, then the classifier.
-  std::vector<std::int64_t> dims() const {
-    std::vector<std::int64_t> d{input_dim};
-    for (std::int64_t i = 0; i < depth; ++i) d.push_back(width);
-    d.push_back(classes);
-    return d;
-  }
-  double parameters() const {
-    const auto d = dims();
-    double p = 0;
-    for (std::size_t l = 0; l + 1 < d.size(); ++l) p += static_cast<double>(d[l] * d[l + 1] + d[l + 1]);
-    return p;
-  }
-};
 
 // Host bytes of the model: weights, gradients, two Adam moments, and the
 // activations and their gradients for one micro-batch.
@@ -186,6 +170,46 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
+// The cpu workload's part of the harness's step: Eigen's forward and backward
+// on the host, timed as compute; the loader's wait is the rest.
+class EigenTrainer final : public Trainer {
+ public:
+  EigenTrainer(Loader& loader, const MlpShape& shape, const PipelineKnobs& k, const Options& opts)
+      : m_loader(loader),
+        m_mlp(shape, k.loader.batch_size, opts.get_string("optimizer") == "adam",
+              static_cast<float>(opts.get_number("learning_rate")), k.loader.seed ^ 0x5851F42D4C957F2DULL),
+        m_input_dim(shape.input_dim),
+        m_grad_accum(k.grad_accum),
+        m_grad_scale(1.0 / static_cast<double>(k.loader.batch_size * k.grad_accum)) {}
+
+  bool micro_batch(StepResult& s) override {
+    BatchLease b = m_loader.next();
+    if (!b) return false;
+    const auto c0 = std::chrono::steady_clock::now();
+    m_step_loss += m_mlp.accumulate(*b, m_input_dim, m_grad_scale);
+    s.busy_seconds += seconds_since(c0);
+    s.samples += b->size;
+    return true;
+  }
+
+  void optimizer_step(StepResult& s) override {
+    const auto c0 = std::chrono::steady_clock::now();
+    m_mlp.step();
+    s.busy_seconds += seconds_since(c0);
+    m_last_loss = m_step_loss / static_cast<double>(m_grad_accum);
+    m_step_loss = 0;
+  }
+
+  double last_loss() const { return m_last_loss; }
+
+ private:
+  Loader& m_loader;
+  Mlp m_mlp;
+  std::int64_t m_input_dim, m_grad_accum;
+  double m_grad_scale;
+  double m_step_loss = 0, m_last_loss = 0;
+};
+
 class CpuWorkload final : public Workload {
  public:
   explicit CpuWorkload(Options o) : m_opts(std::move(o)) {}
@@ -199,15 +223,12 @@ class CpuWorkload final : public Workload {
   }
 
  private:
+  // The harness's trial (workloads/harness.hpp) with the cpu workload's own
+  // parts: fp32 only, the model's host memory, Eigen's threads.
   Outcome run(const Assignment& config, const TrialContext& ctx) {
     MlpShape shape;
-    shape.input_dim = m_opts.get_int("input_dim");
-    shape.width = m_opts.get_int("width");
-    shape.depth = m_opts.get_int("depth");
-    shape.classes = m_opts.get_int("classes");
     PipelineKnobs k;
-    if (auto why = read_pipeline_knobs(m_opts, config, ctx, shape.input_dim, static_cast<int>(shape.classes), k);
-        !why.empty())
+    if (auto why = read_trial_knobs(m_opts, config, ctx, shape, k); !why.empty())
       return Outcome::failure(Status::error, why);
     if (k.precision != "fp32")
       return Outcome::failure(Status::error, "the cpu workload computes in fp32 only; precision=" + k.precision +
@@ -215,88 +236,43 @@ class CpuWorkload final : public Workload {
 
     const double estimate = loader_host_bytes(k.loader) + mlp_host_bytes(shape, k.loader.batch_size);
     const double ram_limit = ctx.limits.ram_bytes;
-    if (ram_limit > 0 && estimate > ram_limit) {
-      Outcome o = Outcome::failure(Status::invalid, fmt::format("estimated host memory {} exceeds the ram limit {}",
-                                                                format_bytes(estimate), format_bytes(ram_limit)));
-      o.metrics[metric::ram_estimate_bytes] = estimate;
-      return o;
+    if (auto o = over_ram_estimate(estimate, ram_limit)) {
+      o->metrics[metric::ram_estimate_bytes] = estimate;
+      return *o;
     }
 
     // Eigen parallelises its products with OpenMP only; without it this is 1.
     Eigen::setNbThreads(static_cast<int>(m_opts.get_int("threads")));
     keep_freed_memory();
-    reset_peak_host_bytes();
     // What the process held before the trial (the tuner's own code and
     // libraries, a few MiB): part of ram_bytes, reported apart.
-    const double ram_baseline = current_host_bytes();
+    const double ram_baseline = begin_host_memory();
 
-    MeasureResult r;
-    auto measure_began = std::chrono::steady_clock::now();
-    double last_loss = 0, wait_fraction = 0, starved_share = 0;
-    bool loader_failed = false;
+    TrialSteps steps;
+    double last_loss = 0;
     try {
       Loader loader(k.loader);
-      Mlp mlp(shape, k.loader.batch_size, m_opts.get_string("optimizer") == "adam",
-              static_cast<float>(m_opts.get_number("learning_rate")), k.loader.seed ^ 0x5851F42D4C957F2DULL);
-      const double grad_scale = 1.0 / static_cast<double>(k.loader.batch_size * k.grad_accum);
-      auto step = [&]() -> StepResult {
-        StepResult s;
-        const LoaderStats stats0 = loader.stats();
-        double loss = 0;
-        for (std::int64_t a = 0; a < k.grad_accum; ++a) {
-          BatchLease b = loader.next();
-          if (!b) {
-            s.failed = true;
-            return s;
-          }
-          const auto c0 = std::chrono::steady_clock::now();
-          loss += mlp.accumulate(*b, shape.input_dim, grad_scale);
-          s.busy_seconds += seconds_since(c0);
-          s.samples += b->size;
-        }
-        const auto c0 = std::chrono::steady_clock::now();
-        mlp.step();
-        s.busy_seconds += seconds_since(c0);
-        last_loss = loss / static_cast<double>(k.grad_accum);
-        mark_queue_state(stats0, loader.stats(), s);
-        return s;
-      };
-      const LoaderStats before = loader.stats();
-      measure_began = std::chrono::steady_clock::now();
-      r = measure_steps(k.measure, step);
-      loader.stop();
-      loader_failed = loader.failed();
-      const LoaderStats after = loader.stats();
-      if (r.elapsed_seconds > 0) wait_fraction = (after.wait_seconds - before.wait_seconds) / r.elapsed_seconds;
-      if (after.batches > before.batches)
-        starved_share = static_cast<double>(after.starved - before.starved) /
-                        static_cast<double>(after.batches - before.batches);
+      EigenTrainer trainer(loader, shape, k, m_opts);
+      steps = run_trial_steps(k, loader, trainer);
+      last_loss = trainer.last_loss();
     } catch (const std::bad_alloc&) {
       return Outcome::failure(Status::host_oom, fmt::format("host allocation failed (estimated {})",
                                                             format_bytes(estimate)));
     } catch (const std::system_error& e) {
       return Outcome::failure(Status::error, std::string("could not start the loader's threads: ") + e.what());
     }
-    if (loader_failed) return Outcome::failure(Status::host_oom, "a loader worker failed to allocate its buffers");
-    if (r.failed || r.windows == 0)
-      return Outcome::failure(Status::error, "the measurement produced no timed window");
+    Outcome o = measured_outcome(steps, ctx, ram_baseline, last_loss);
+    if (!o.ok()) return o;
     if (!std::isfinite(last_loss))
       return Outcome::failure(Status::error, "the loss diverged (non-finite); lower learning_rate");
 
-    Outcome o = Outcome::success(r.throughput);
-    add_measure_metrics(r, o);
-    o.metrics[metric::startup_seconds] = seconds_between(ctx.started, measure_began);
-    const double ram = peak_host_bytes();
-    o.metrics[metric::compute_busy] = r.busy_fraction;
-    o.metrics[metric::data_wait_fraction] = wait_fraction;
+    o.metrics[metric::compute_busy] = steps.r.busy_fraction;
+    o.metrics[metric::data_wait_fraction] = steps.wait_fraction;
     // Of the loader's calls, those that found no batch ready: unlike the wait,
     // not inflated by the trainer descheduled inside the call.
-    o.metrics[metric::starved_share] = starved_share;
-    o.metrics[metric::ram_bytes] = ram;
-    o.metrics[metric::ram_baseline_bytes] = ram_baseline;
+    o.metrics[metric::starved_share] = steps.starved_share;
     o.metrics[metric::ram_estimate_bytes] = estimate;
-    o.metrics[metric::loss] = last_loss;
-    mark_if_over_ram_limit(o, ram, ram_limit);
+    mark_if_over_ram_limit(o, o.metrics[metric::ram_bytes], ram_limit);
     // No device to copy to: page-locking changes nothing here.
     if (config.find("pin_memory")) o.labels["ignored"] = "pin_memory";
     return o;

@@ -1,6 +1,7 @@
 #pragma once
 // The cpu workload: the harness's pipeline (workloads/loader.hpp) feeding an
-// MLP trained with Eigen in FP32, measured as workloads/measure.hpp says.
+// MLP trained with Eigen in FP32, one trial as workloads/harness.hpp runs it,
+// measured as workloads/measure.hpp says.
 // For machines without a GPU: real threads, real compute, real memory.
 //
 // Tuned parameters it reads: batch_size (samples per micro-batch),

@@ -1,6 +1,7 @@
 #pragma once
 // The cuda workload: the harness's loader feeding an MLP trained on the GPU
-// (gpu_mlp.hpp), measured as workloads/measure.hpp says.
+// (gpu_mlp.hpp, its step cuda_trainer.hpp), one trial as workloads/harness.hpp
+// runs it, measured as workloads/measure.hpp says.
 //
 // Tuned parameters it reads: batch_size (samples per micro-batch),
 // num_workers, prefetch_factor, pin_memory, precision (fp32, tf32, fp16,

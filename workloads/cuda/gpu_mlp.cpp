@@ -73,30 +73,6 @@ std::optional<Precision> parse_precision(std::string_view s) {
   return std::nullopt;
 }
 
-std::vector<std::int64_t> MlpShape::dims() const {
-  std::vector<std::int64_t> d{input_dim};
-  for (std::int64_t i = 0; i < depth; ++i) d.push_back(width);
-  d.push_back(classes);
-  return d;
-}
-
-double MlpShape::parameters() const {
-  const auto d = dims();
-  double p = 0;
-  for (std::size_t l = 0; l + 1 < d.size(); ++l) p += static_cast<double>(d[l] * d[l + 1] + d[l + 1]);
-  return p;
-}
-
-double MlpShape::flops_per_sample() const {
-  const auto d = dims();
-  double f = 0;
-  for (std::size_t l = 0; l + 1 < d.size(); ++l) {
-    const double mk = static_cast<double>(d[l] * d[l + 1]);
-    f += 2 * mk * (l == 0 ? 2 : 3);  // forward, weight gradient, input gradient (not for layer 0)
-  }
-  return f;
-}
-
 double gpu_mlp_bytes(const MlpShape& s, std::int64_t batch, Precision p, bool adam) {
   const auto d = s.dims();
   const double e = static_cast<double>(dtype_bytes(dtype_of(p)));

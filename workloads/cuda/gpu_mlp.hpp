@@ -26,6 +26,7 @@
 
 #include "workloads/cuda/cuda_handles.hpp"
 #include "workloads/cuda/kernels.hpp"
+#include "workloads/harness.hpp"
 
 namespace autotune::cuda {
 
@@ -48,14 +49,8 @@ struct ParameterLayout {
 };
 ParameterLayout parameter_layout(const std::vector<std::int64_t>& dims);
 
-struct MlpShape {
-  std::int64_t input_dim = 1024, width = 4096, depth = 4, classes = 1000;
-  std::vector<std::int64_t> dims() const;  // input_dim, width x depth, classes
-  double parameters() const;
-  // Multiply-adds x 2 of forward and backward per sample (the input's own
-  // gradient is not computed).
-  double flops_per_sample() const;
-};
+// The shape is the harness's (workloads/harness.hpp), shared with the cpu workload.
+using autotune::MlpShape;
 
 // Device bytes GpuMlp will allocate for micro-batches of `batch` samples.
 double gpu_mlp_bytes(const MlpShape& s, std::int64_t batch, Precision p, bool adam);
