@@ -10,10 +10,10 @@
 #include <string>
 #include <vector>
 
-#include "search/space.hpp"
-#include "tuner/driver.hpp"
-#include "tuner/executor.hpp"
-#include "tuner/spec.hpp"
+#include "core/space.hpp"
+#include "tuner/run/driver.hpp"
+#include "tuner/run/executor.hpp"
+#include "tuner/spec/spec.hpp"
 #include "workloads/workload.hpp"
 
 namespace autotune::bench {
@@ -73,7 +73,7 @@ inline Spec synthetic_spec(const SearchSpace& space, const std::string& strategy
   return spec;
 }
 
-// `source`'s trials through the one trial driver (tuner/driver.hpp), as
+// `source`'s trials through the one trial driver (tuner/run/driver.hpp), as
 // tune and compare run theirs, with `measure` in one local slot: it is
 // called in the order the trials are proposed, so a landscape draws its
 // noise in that order. Blocks until the source stops or runs dry.

@@ -25,7 +25,7 @@
 
 #include "bench/bench_util.hpp"
 #include "bench/landscapes.hpp"
-#include "tuner/tune.hpp"
+#include "tuner/run/tune.hpp"
 #include "workloads/synthetic.hpp"
 #include "workloads/workloads.hpp"
 

@@ -20,7 +20,7 @@
 #include <fmt/format.h>
 
 #include "bench/pipeline_model.hpp"
-#include "search/space.hpp"
+#include "core/space.hpp"
 
 namespace autotune::bench {
 

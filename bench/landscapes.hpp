@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "bench/pipeline_model.hpp"
-#include "search/space.hpp"
+#include "core/space.hpp"
 
 namespace autotune::bench {
 

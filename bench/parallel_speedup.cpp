@@ -17,7 +17,7 @@
 
 #include "bench/bench_util.hpp"
 #include "search/strategy.hpp"
-#include "tuner/tune.hpp"
+#include "tuner/run/tune.hpp"
 #include "bench/landscapes.hpp"
 #include "workloads/synthetic.hpp"
 #include "workloads/workloads.hpp"

@@ -24,8 +24,8 @@
 
 #include <fmt/format.h>
 
-#include "search/outcome.hpp"
-#include "search/space.hpp"
+#include "core/outcome.hpp"
+#include "core/space.hpp"
 
 namespace autotune::bench {
 

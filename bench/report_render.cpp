@@ -17,10 +17,10 @@
 #include <fmt/format.h>
 
 #include "bench/bench_util.hpp"
-#include "tuner/cli_common.hpp"
-#include "tuner/emitter.hpp"
-#include "tuner/journal_study.hpp"
-#include "tuner/report_html.hpp"
+#include "tuner/cli/cli_common.hpp"
+#include "tuner/record/emitter.hpp"
+#include "tuner/record/journal_study.hpp"
+#include "tuner/report/report_html.hpp"
 
 using namespace autotune;
 

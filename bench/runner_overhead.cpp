@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "bench/bench_util.hpp"
-#include "tuner/runner.hpp"
+#include "tuner/run/runner.hpp"
 #include "workloads/workloads.hpp"
 
 using namespace autotune;

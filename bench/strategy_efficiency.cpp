@@ -22,7 +22,7 @@
 #include "bench/bench_util.hpp"
 #include "bench/landscapes.hpp"
 #include "search/strategy.hpp"
-#include "tuner/tune.hpp"
+#include "tuner/run/tune.hpp"
 
 using namespace autotune;
 

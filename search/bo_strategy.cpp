@@ -53,7 +53,7 @@
 #include "search/encoding.hpp"
 #include "search/gp/gaussian_process.hpp"
 #include "search/initial_design.hpp"
-#include "search/knobs.hpp"
+#include "core/knobs.hpp"
 #include "search/strategies.hpp"
 #include "search/surrogate.hpp"
 

@@ -2,7 +2,7 @@
 // A configuration as the surrogate's input vector (SearchSpace::encode_into).
 #include <Eigen/Core>
 
-#include "search/space.hpp"
+#include "core/space.hpp"
 
 namespace autotune {
 

@@ -8,7 +8,7 @@
 #include <limits>
 #include <map>
 
-#include "search/metric_names.hpp"
+#include "core/metric_names.hpp"
 
 namespace autotune {
 namespace {

@@ -3,7 +3,7 @@
 // (issue 12). One model per failure kind, each monotone in the knobs that
 // grow that memory and blind to the others:
 //
-//  - device (`oom`): the knobs the knob table (search/knobs.hpp) or the spec
+//  - device (`oom`): the knobs the knob table (core/knobs.hpp) or the spec
 //    says grow device memory: batch_size, precision (by bytes per element),
 //    a user's `memory: device` knob. A device OOM teaches nothing about
 //    workers or prefetch.
@@ -55,8 +55,8 @@
 
 #include <Eigen/Core>
 
-#include "search/knobs.hpp"
-#include "search/space.hpp"
+#include "core/knobs.hpp"
+#include "core/space.hpp"
 #include "search/strategy.hpp"
 
 namespace autotune {
@@ -111,7 +111,7 @@ class FeasibilityModel {
   // least that failed (or the limit), or no bytes model when they disagree.
   void settle_capacity(Memory& m, double most_ran, double limit, double rms) const;
   double predicted_bytes(const Memory& m, const Config& c) const;
-  // Whether a term's knobs are one of memory_products() (search/knobs.hpp).
+  // Whether a term's knobs are one of memory_products() (core/knobs.hpp).
   bool known_product(const std::vector<std::size_t>& term) const;
   double cone_probability(const Memory& m, const Config& c) const;
   double size(std::size_t d, const Config& c) const;

@@ -11,7 +11,7 @@
 // once. When the recipe is done the strategy has nothing more to propose.
 #include <algorithm>
 
-#include "search/knobs.hpp"
+#include "core/knobs.hpp"
 #include "search/strategies.hpp"
 
 namespace autotune {
@@ -20,7 +20,7 @@ namespace {
 class HeuristicStrategy final : public StrategyBase {
  public:
   explicit HeuristicStrategy(const StrategyContext& ctx) : StrategyBase(ctx) {
-    // The recipe's order is the knob table's (search/knobs.hpp).
+    // The recipe's order is the knob table's (core/knobs.hpp).
     std::vector<const KnobInfo*> recipe;
     for (const auto& k : knob_table()) recipe.push_back(&k);
     std::stable_sort(recipe.begin(), recipe.end(),

@@ -7,7 +7,7 @@
 #include <set>
 
 #include "search/encoding.hpp"
-#include "search/knobs.hpp"
+#include "core/knobs.hpp"
 
 namespace autotune {
 

@@ -5,7 +5,7 @@
 #include <optional>
 #include <vector>
 
-#include "search/space.hpp"
+#include "core/space.hpp"
 
 namespace autotune {
 
@@ -28,7 +28,7 @@ std::vector<Config> spread_design(const SearchSpace& space, int n, const std::ve
                                   const std::vector<Config>* listed, int tries = 64);
 
 // Reorders a design so that the points with the knob table's design_lead
-// knobs highest come first (num_workers, then batch_size; search/knobs.hpp):
+// knobs highest come first (num_workers, then batch_size; core/knobs.hpp):
 // the same points, measured in the order most likely to find a starved
 // pipeline's gain soonest. Stable; a space without those knobs keeps its
 // order.

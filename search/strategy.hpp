@@ -26,8 +26,8 @@
 #include <string_view>
 #include <vector>
 
-#include "search/outcome.hpp"
-#include "search/space.hpp"
+#include "core/outcome.hpp"
+#include "core/space.hpp"
 
 namespace autotune {
 

@@ -8,7 +8,7 @@
 #include <tuple>
 #include <utility>
 
-#include "search/knobs.hpp"
+#include "core/knobs.hpp"
 
 namespace autotune {
 namespace {
@@ -102,7 +102,7 @@ double mean_above(double m, double v, double t) {
   return std::max(t, m + sd * std::exp(-0.5 * al * al) / std::sqrt(2.0 * M_PI) / tail);
 }
 
-// A categorical precision's rank (search/knobs.hpp: fp32 0, tf32 1/2,
+// A categorical precision's rank (core/knobs.hpp: fp32 0, tf32 1/2,
 // 16-bit 1, scaled to [0,1] over the listed values) as one more column in
 // its group, beside its one-hot: fp16 and bf16 (or fp32 and tf32) then sit
 // nearer each other than the others, so what one showed carries to the

@@ -122,7 +122,7 @@ class Surrogate {
 inline constexpr double kPendingSdsUnder = 1.0;
 
 // The acquisition is EI x P(feasible)^2. With num_workers read by its log
-// (search/knobs.cpp) the GP expects more near a host wall than it did, and
+// (core/knobs.cpp) the GP expects more near a host wall than it did, and
 // plain EI x P spent a fifth more trials on failures there (a third of the
 // space failing: 0.22 of the trials after the design, against 0.17); the
 // square takes the risk back (0.15) and keeps the gain (pooled over six

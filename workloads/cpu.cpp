@@ -11,7 +11,7 @@
 
 #include <fmt/format.h>
 
-#include "search/metric_names.hpp"
+#include "core/metric_names.hpp"
 #include "workloads/harness.hpp"
 #include "workloads/loader.hpp"
 #include "workloads/measure.hpp"

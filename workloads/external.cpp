@@ -9,7 +9,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "search/metric_names.hpp"
+#include "core/metric_names.hpp"
 #include "workloads/failure_reading.hpp"
 #include "workloads/subprocess.hpp"
 #include "workloads/workload.hpp"

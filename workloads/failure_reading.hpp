@@ -25,7 +25,7 @@
 #include <string>
 #include <string_view>
 
-#include "search/outcome.hpp"
+#include "core/outcome.hpp"
 
 namespace autotune {
 

@@ -2,7 +2,7 @@
 
 #include <fmt/format.h>
 
-#include "search/metric_names.hpp"
+#include "core/metric_names.hpp"
 
 namespace autotune {
 

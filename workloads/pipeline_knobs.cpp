@@ -6,7 +6,7 @@
 #include <limits>
 #include <utility>
 
-#include "search/metric_names.hpp"
+#include "core/metric_names.hpp"
 
 namespace autotune {
 

@@ -13,7 +13,7 @@
 #include <string_view>
 #include <vector>
 
-#include "search/value.hpp"
+#include "core/value.hpp"
 #include "workloads/loader.hpp"
 #include "workloads/measure.hpp"
 #include "workloads/workload.hpp"

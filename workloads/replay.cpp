@@ -1,6 +1,6 @@
 #include "workloads/replay.hpp"
 
-#include "search/metric_names.hpp"
+#include "core/metric_names.hpp"
 #include "workloads/pipeline_knobs.hpp"
 
 #include <algorithm>

@@ -8,7 +8,7 @@
 
 #include <fmt/format.h>
 
-#include "search/metric_names.hpp"
+#include "core/metric_names.hpp"
 #include "workloads/pipeline_knobs.hpp"
 #include "workloads/workloads.hpp"
 

@@ -20,8 +20,8 @@
 #include <string_view>
 #include <vector>
 
-#include "search/outcome.hpp"
-#include "search/value.hpp"
+#include "core/outcome.hpp"
+#include "core/value.hpp"
 #include "workloads/options.hpp"
 
 namespace autotune {

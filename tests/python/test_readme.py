@@ -194,5 +194,23 @@ class Docs(Runs, unittest.TestCase):
                 self.run_file(page)
 
 
+# A source path in backticks: a folder of the repository, then more.
+SOURCE_PATH = re.compile(r"`((?:core|search|workloads|tuner|python|tests|bench|configs|scripts)/[^`\s]*)`")
+
+
+class CodeMaps(unittest.TestCase):
+    """The pages that map the code name only paths that exist."""
+
+    def test_every_source_path_named_exists(self):
+        for name in ("tour.md", "design.md"):
+            with open(os.path.join(ROOT, "docs", name), encoding="utf-8") as f:
+                text = f.read()
+            named = SOURCE_PATH.findall(text)
+            self.assertGreater(len(named), 10, name)
+            for path in named:
+                with self.subTest(page=name, path=path):
+                    self.assertTrue(glob.glob(os.path.join(ROOT, path.rstrip("/"))), f"docs/{name} names {path}")
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -1,4 +1,4 @@
-// bo's surrogate reads what the knob table knows (search/knobs.hpp): a
+// bo's surrogate reads what the knob table knows (core/knobs.hpp): a
 // precision it has not tried is read by its rank beside the ones it has;
 // its last third polishes a loader-bound answer along the loader's knobs;
 // its last trials go to the wall; filling the space after a failed design
@@ -16,7 +16,7 @@
 #include "bench/failure_landscapes.hpp"
 #include "search/feasibility.hpp"
 #include "search/initial_design.hpp"
-#include "search/knobs.hpp"
+#include "core/knobs.hpp"
 #include "search/surrogate.hpp"
 #include "search/strategy.hpp"
 

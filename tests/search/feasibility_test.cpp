@@ -6,7 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "bench/failure_landscapes.hpp"
-#include "search/knobs.hpp"
+#include "core/knobs.hpp"
 #include "search/strategy.hpp"
 
 namespace autotune {

@@ -6,7 +6,7 @@
 #include <utility>
 
 #include "bench/landscapes.hpp"
-#include "search/space.hpp"
+#include "core/space.hpp"
 #include "workloads/pipeline_knobs.hpp"
 #include "workloads/workloads.hpp"
 

@@ -7,7 +7,7 @@
 
 #include <fmt/format.h>
 
-#include "search/metric_names.hpp"
+#include "core/metric_names.hpp"
 #include "workloads/cuda/cuda_arch.hpp"
 #include "workloads/cuda/cuda_check.hpp"
 #include "workloads/cuda/cuda_handles.hpp"

@@ -1,3 +1,0 @@
-#include "tuner/cli.hpp"
-
-int main(int argc, char** argv) { return autotune::cli_main(argc, argv); }

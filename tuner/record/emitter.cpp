@@ -1,0 +1,294 @@
+#include "tuner/record/emitter.hpp"
+#include "tuner/record/time_split.hpp"
+#include "tuner/record/same_training.hpp"
+#include "tuner/record/tuning_time.hpp"
+
+#include <cmath>
+#include <map>
+#include <stdexcept>
+
+#include <yaml-cpp/yaml.h>
+
+#include "core/knobs.hpp"
+#include "workloads/atomic_file.hpp"
+
+namespace autotune {
+namespace {
+
+void emit_value(YAML::Emitter& e, const Value& v) {
+  if (is_int(v)) e << std::get<std::int64_t>(v);
+  else if (is_bool(v)) e << std::get<bool>(v);
+  else e << std::get<std::string>(v);
+}
+
+void emit_assignment(YAML::Emitter& e, const Assignment& a) {
+  e << YAML::Flow << YAML::BeginMap;
+  for (const auto& [name, v] : a.items()) {
+    e << YAML::Key << name << YAML::Value;
+    emit_value(e, v);
+  }
+  e << YAML::EndMap;
+}
+
+double round_sig(double x, int digits) {
+  if (x == 0 || !std::isfinite(x)) return x;
+  const double scale = std::pow(10.0, digits - 1 - static_cast<int>(std::floor(std::log10(std::fabs(x)))));
+  return std::round(x * scale) / scale;
+}
+
+void emit_metrics(YAML::Emitter& e, const Outcome& o) {
+  e << YAML::BeginMap;
+  e << YAML::Key << "throughput" << YAML::Value << round_sig(o.throughput, 6);
+  for (const auto& [k, v] : o.metrics) {
+    if (!std::isfinite(v)) continue;
+    e << YAML::Key << k << YAML::Value;
+    if (k.ends_with("_bytes")) e << static_cast<std::int64_t>(std::llround(v));
+    else if (k.starts_with("throughput_") && k != "throughput_rsd") e << round_sig(v, 6);  // samples/s, as throughput
+    else e << round_sig(v, 4);
+  }
+  e << YAML::EndMap;
+}
+
+// The same configuration in other tools' own keys. Only declared knobs
+// appear; the precision keys only when the answer changes the baseline's
+// precision (the user's own setting stands otherwise: precision is theirs to
+// give, and a tie never moves it).
+void emit_exports(YAML::Emitter& e, const Assignment& best, const Assignment* baseline) {
+  const Value* bs = best.find("batch_size");
+  const Value* workers = best.find("num_workers");
+  const Value* prefetch = best.find("prefetch_factor");  // reset below when it means nothing
+  const Value* pin = best.find("pin_memory");
+  const Value* precision = best.find("precision");
+  if (precision && baseline)
+    if (const Value* before = baseline->find("precision"); before && *before == *precision) precision = nullptr;
+  const Value* accum = best.find("grad_accum");
+  const std::string prec = precision ? to_string(*precision) : "";
+  // PyTorch refuses prefetch_factor when num_workers is 0: the knob table
+  // says when a knob means nothing.
+  const bool has_workers = workers && to_number(*workers) > 0;
+  if (prefetch && !knob_is_active(best, "prefetch_factor")) prefetch = nullptr;
+
+  // key: value, only for declared knobs.
+  auto put = [&e](const char* key, const Value* v) {
+    if (!v) return;
+    e << YAML::Key << key << YAML::Value;
+    emit_value(e, *v);
+  };
+
+  e << YAML::Key << "exports" << YAML::Value << YAML::BeginMap;
+
+  e << YAML::Key << "torch_dataloader" << YAML::Value << YAML::Flow << YAML::BeginMap;
+  put("batch_size", bs);
+  put("num_workers", workers);
+  put("prefetch_factor", prefetch);
+  if (has_workers) e << YAML::Key << "persistent_workers" << YAML::Value << true;
+  put("pin_memory", pin);
+  e << YAML::EndMap;
+
+  e << YAML::Key << "hf_training_arguments" << YAML::Value << YAML::Flow << YAML::BeginMap;
+  put("per_device_train_batch_size", bs);
+  put("gradient_accumulation_steps", accum);
+  put("dataloader_num_workers", workers);
+  put("dataloader_prefetch_factor", prefetch);
+  put("dataloader_pin_memory", pin);
+  if (precision) {  // stated for fp32 too: `bf16: false` overrides a script's own default
+    e << YAML::Key << "bf16" << YAML::Value << (prec == "bf16");
+    e << YAML::Key << "fp16" << YAML::Value << (prec == "fp16");
+  }
+  if (prec == "tf32") e << YAML::Key << "tf32" << YAML::Value << true;
+  e << YAML::EndMap;
+
+  e << YAML::Key << "lightning_trainer" << YAML::Value << YAML::Flow << YAML::BeginMap;
+  if (precision) {
+    const char* lp = prec == "bf16" ? "bf16-mixed" : prec == "fp16" ? "16-mixed" : "32-true";
+    e << YAML::Key << "precision" << YAML::Value << lp;
+  }
+  put("accumulate_grad_batches", accum);
+  e << YAML::EndMap;
+
+  e << YAML::Key << "deepspeed" << YAML::Value << YAML::Flow << YAML::BeginMap;
+  put("train_micro_batch_size_per_gpu", bs);
+  put("gradient_accumulation_steps", accum);
+  if (prec == "bf16")
+    e << YAML::Key << "bf16" << YAML::Value << YAML::BeginMap << YAML::Key << "enabled" << YAML::Value << true
+      << YAML::EndMap;
+  if (prec == "fp16")
+    e << YAML::Key << "fp16" << YAML::Value << YAML::BeginMap << YAML::Key << "enabled" << YAML::Value << true
+      << YAML::Key << "loss_scale" << YAML::Value << 0 << YAML::EndMap;
+  e << YAML::EndMap;
+
+  if (prec == "tf32") {
+    e << YAML::Key << "notes" << YAML::Value << YAML::BeginSeq
+      << "tf32: call torch.backends.cuda.matmul.allow_tf32 = True (Lightning: "
+         "torch.set_float32_matmul_precision('high'))"
+      << YAML::EndSeq;
+  }
+  e << YAML::EndMap;
+}
+
+}  // namespace
+
+std::string render_tuned_yaml(const Spec& spec, const Study& r) {
+  std::map<Status, int> counts;
+  for (const auto& t : r.trials) ++counts[t.outcome.status];
+
+  YAML::Emitter e;
+  e.SetDoublePrecision(7);
+  e << YAML::Comment("autotune: the fastest feasible configuration measured");
+  e << YAML::BeginMap;
+  std::optional<Assignment> best;
+  const std::optional<Assignment> baseline_config =
+      r.baseline ? std::optional<Assignment>(spec.space.to_assignment(r.baseline->config)) : std::nullopt;
+  if (r.best && r.best_outcome) {
+    best = spec.space.to_assignment(*r.best);
+    e << YAML::Key << "best" << YAML::Value;
+    emit_assignment(e, *best);
+    e << YAML::Key << "metrics" << YAML::Value << YAML::Flow;
+    emit_metrics(e, *r.best_outcome);
+  } else {
+    e << YAML::Key << "best" << YAML::Value << YAML::Null;
+    e << YAML::Key << "metrics" << YAML::Value << YAML::Null;
+  }
+  if (r.baseline) {
+    e << YAML::Key << "baseline" << YAML::Value << YAML::BeginMap;
+    e << YAML::Key << "config" << YAML::Value;
+    emit_assignment(e, *baseline_config);
+    e << YAML::Key << "status" << YAML::Value << std::string(to_string(r.baseline->outcome.status));
+    if (r.baseline->outcome.ok()) {
+      e << YAML::Key << "throughput" << YAML::Value << round_sig(r.baseline->outcome.throughput, 6);
+      if (const auto x = r.speedup()) {
+        e << YAML::Key << "speedup" << YAML::Value << round_sig(x->ratio, 4);
+        // search.remeasure: the figures behind it, measured side by side.
+        if (x->remeasured)
+          e << YAML::Key << "remeasured" << YAML::Value << YAML::Flow << YAML::BeginMap << YAML::Key << "answer"
+            << YAML::Value << round_sig(x->answer, 6) << YAML::Key << "baseline" << YAML::Value
+            << round_sig(x->baseline, 6) << YAML::Key << "runs" << YAML::Value << x->runs << YAML::EndMap;
+      }
+    }
+    e << YAML::EndMap;
+  }
+  // What each knob the answer moved is worth (tuner/record/explain.hpp).
+  if (!r.knobs.empty()) {
+    e << YAML::Key << "knobs" << YAML::Value << YAML::BeginSeq;
+    for (const KnobRow& k : r.knobs) {
+      e << YAML::Flow << YAML::BeginMap;
+      e << YAML::Key << "knob" << YAML::Value << k.knob;
+      e << YAML::Key << "baseline" << YAML::Value << k.baseline;
+      e << YAML::Key << "best" << YAML::Value << k.best;
+      if (k.worth) e << YAML::Key << "worth" << YAML::Value << round_sig(*k.worth, 4);
+      e << YAML::Key << "kept_at_baseline" << YAML::Value << k.put_back;
+      if (!k.note.empty()) e << YAML::Key << "note" << YAML::Value << k.note;
+      e << YAML::EndMap;
+    }
+    e << YAML::EndSeq;
+  }
+  // What the answer changes of the training itself (tuner/record/same_training.hpp).
+  if (const auto change = training_change(spec, r)) {
+    const TrainingChange& c = *change;
+    if (c.batch_after || c.precision_after) {
+      e << YAML::Key << "same_training" << YAML::Value << YAML::BeginMap;
+      if (c.batch_before && c.batch_after) {
+        e << YAML::Key << "effective_batch" << YAML::Value << YAML::Flow << YAML::BeginMap;
+        e << YAML::Key << "baseline" << YAML::Value << *c.batch_before;
+        e << YAML::Key << "best" << YAML::Value << *c.batch_after;
+        e << YAML::Key << "pinned" << YAML::Value << c.pinned;
+        if (c.ranks > 1) e << YAML::Key << "ranks" << YAML::Value << c.ranks;
+        e << YAML::EndMap;
+      }
+      if (c.precision_before && c.precision_after) {
+        e << YAML::Key << "precision" << YAML::Value << YAML::Flow << YAML::BeginMap;
+        e << YAML::Key << "baseline" << YAML::Value << *c.precision_before;
+        e << YAML::Key << "best" << YAML::Value << *c.precision_after << YAML::EndMap;
+      }
+      const auto lines = describe(c);
+      if (!lines.empty()) {
+        e << YAML::Key << "notes" << YAML::Value << YAML::BeginSeq;
+        for (const auto& l : lines) e << l;
+        e << YAML::EndSeq;
+      }
+      e << YAML::EndMap;
+    }
+  }
+  // Where the time went for the baseline and the answer, and what moved.
+  const auto split_of = [&](const char* key, const TimeSplit& s) {
+    e << YAML::Key << key << YAML::Value << YAML::Flow << YAML::BeginMap;
+    e << YAML::Key << "data_wait" << YAML::Value << round_sig(*s.data_wait, 3);
+    e << YAML::Key << "compute" << YAML::Value << round_sig(*s.compute, 3);
+    if (s.device_busy) e << YAML::Key << "device_busy" << YAML::Value << round_sig(*s.device_busy, 3);
+    e << YAML::Key << "bound" << YAML::Value << s.bound();
+    e << YAML::EndMap;
+  };
+  const std::optional<TimeSplit> after =
+      r.best_outcome ? std::optional<TimeSplit>(time_split(*r.best_outcome)) : std::nullopt;
+  const std::optional<TimeSplit> before = r.baseline && r.baseline->outcome.ok()
+                                              ? std::optional<TimeSplit>(time_split(r.baseline->outcome))
+                                              : std::nullopt;
+  if ((after && after->known()) || (before && before->known())) {
+    e << YAML::Key << "time_split" << YAML::Value << YAML::BeginMap;
+    if (before && before->known()) split_of("baseline", *before);
+    if (after && after->known()) split_of("best", *after);
+    if (before && after && before->known() && after->known())
+      e << YAML::Key << "why" << YAML::Value << explain_speedup(*before, *after);
+    e << YAML::EndMap;
+  }
+  if (!r.confirmed.empty()) {
+    // Each re-measured candidate: all its throughputs (the search trial's
+    // first), their mean, or the status that ruled it out.
+    e << YAML::Key << "confirm" << YAML::Value << YAML::BeginSeq;
+    for (const ConfirmRow& row : r.confirmed) {
+      e << YAML::Flow << YAML::BeginMap;
+      e << YAML::Key << "config" << YAML::Value;
+      emit_assignment(e, spec.space.to_assignment(row.config));
+      e << YAML::Key << "throughputs" << YAML::Value << YAML::Flow << YAML::BeginSeq;
+      for (const Outcome& o : row.measurements) {
+        if (o.ok()) e << round_sig(o.throughput, 6);
+        else e << std::string(to_string(o.status));
+      }
+      e << YAML::EndSeq;
+      if (row.all_ok) e << YAML::Key << "mean" << YAML::Value << round_sig(row.mean, 6);
+      e << YAML::Key << "chosen" << YAML::Value << row.chosen;
+      e << YAML::EndMap;
+    }
+    e << YAML::EndSeq;
+  }
+  e << YAML::Key << "search" << YAML::Value << YAML::BeginMap;
+  e << YAML::Key << "strategy" << YAML::Value << spec.search.strategy;
+  e << YAML::Key << "workload" << YAML::Value << spec.workload.kind;
+  e << YAML::Key << "trials" << YAML::Value << static_cast<int>(r.trials.size());
+  for (Status s : kAllStatuses)
+    if (counts[s] > 0 || s == Status::ok) e << YAML::Key << std::string(to_string(s)) << YAML::Value << counts[s];
+  if (!r.confirmations.empty())
+    e << YAML::Key << "confirmations" << YAML::Value << static_cast<int>(r.confirmations.size());
+  e << YAML::Key << "elapsed_s" << YAML::Value << round_sig(r.elapsed_s, 4);
+  e << YAML::Key << "stopped_by" << YAML::Value << std::string(run_end_name(r.stopped_by));
+  if (!r.failure.empty()) e << YAML::Key << "failure" << YAML::Value << r.failure;
+  // Where the minutes went (tuner/record/tuning_time.hpp).
+  const TuningTime time = tuning_time(r);
+  e << YAML::Key << "time" << YAML::Value << YAML::Flow << YAML::BeginMap;
+  e << YAML::Key << "startup_s" << YAML::Value << round_sig(time.startup_s, 4);
+  e << YAML::Key << "warmup_s" << YAML::Value << round_sig(time.warmup_s, 4);
+  e << YAML::Key << "timed_s" << YAML::Value << round_sig(time.timed_s, 4);
+  e << YAML::Key << "other_s" << YAML::Value << round_sig(time.other_s, 4);
+  e << YAML::Key << "failed_s" << YAML::Value << round_sig(time.failed_s, 4);
+  if (time.workers_started > 0) e << YAML::Key << "workers_started" << YAML::Value << time.workers_started;
+  e << YAML::Key << "raced_s" << YAML::Value << round_sig(time.raced_s, 4);
+  e << YAML::Key << "raced" << YAML::Value << time.raced;
+  e << YAML::EndMap;
+  e << YAML::Key << "seed" << YAML::Value << spec.search.seed;
+  e << YAML::Key << "space_hash" << YAML::Value << spec.space.hash();
+  e << YAML::Key << "journal" << YAML::Value << spec.output.journal.string();
+  e << YAML::EndMap;
+  if (best) emit_exports(e, *best, baseline_config ? &*baseline_config : nullptr);
+  e << YAML::EndMap;
+  return std::string(e.c_str()) + "\n";
+}
+
+void write_file_atomically(const std::filesystem::path& path, const std::string& text) {
+  if (std::string why; !write_atomically(path, text, &why)) throw std::runtime_error(why);
+}
+
+void write_tuned_yaml(const Spec& spec, const Study& result, const std::filesystem::path& path) {
+  write_file_atomically(path, render_tuned_yaml(spec, result));
+}
+
+}  // namespace autotune

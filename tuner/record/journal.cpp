@@ -1,0 +1,283 @@
+#include "tuner/record/journal.hpp"
+
+#include "tuner/spec/spec.hpp"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+#include <sstream>
+
+namespace autotune {
+
+nlohmann::json to_json(const Assignment& a) {
+  nlohmann::json j = nlohmann::json::object();
+  for (const auto& [name, v] : a.items()) {
+    if (is_int(v)) j[name] = std::get<std::int64_t>(v);
+    else if (is_bool(v)) j[name] = std::get<bool>(v);
+    else j[name] = std::get<std::string>(v);
+  }
+  return j;
+}
+
+Assignment assignment_from_json(const nlohmann::json& j) {
+  // nlohmann's object keeps keys sorted; the caller maps back through the space.
+  Assignment a;
+  for (const auto& [name, v] : j.items()) {
+    if (v.is_boolean()) a.set(name, Value{v.get<bool>()});
+    else if (v.is_number_integer()) a.set(name, Value{v.get<std::int64_t>()});
+    else if (v.is_string()) a.set(name, Value{v.get<std::string>()});
+    else throw JournalError("configuration value of '" + name + "' is not an integer, boolean or string");
+  }
+  return a;
+}
+
+nlohmann::json to_json(const Outcome& o) {
+  nlohmann::json j;
+  j["status"] = std::string(to_string(o.status));
+  if (o.ok()) j["throughput"] = o.throughput;
+  nlohmann::json m = nlohmann::json::object();
+  for (const auto& [k, v] : o.metrics)
+    if (std::isfinite(v)) m[k] = v;
+  j["metrics"] = m;
+  j["reason"] = o.reason;
+  j["seconds"] = o.seconds;
+  if (!o.labels.empty()) j["labels"] = o.labels;
+  return j;
+}
+
+Outcome outcome_from_json(const nlohmann::json& j) {
+  Outcome o;
+  auto s = parse_status(j.at("status").get<std::string>());
+  if (!s) throw JournalError("unknown status '" + j.at("status").get<std::string>() + "'");
+  o.status = *s;
+  if (o.ok()) o.throughput = j.at("throughput").get<double>();
+  if (j.contains("metrics"))
+    for (const auto& [k, v] : j["metrics"].items()) o.metrics[k] = v.get<double>();
+  o.reason = j.value("reason", "");
+  if (j.contains("labels"))
+    for (const auto& [k, v] : j["labels"].items()) o.labels[k] = v.get<std::string>();
+  o.seconds = j.value("seconds", 0.0);
+  return o;
+}
+
+std::size_t finished_trials(const std::filesystem::path& path) {
+  if (!std::filesystem::exists(path)) return 0;
+  const JournalContents j = read_journal(path);
+  return static_cast<std::size_t>(
+      std::count_if(j.trials.begin(), j.trials.end(), [](const JournalTrial& t) { return t.outcome.has_value(); }));
+}
+
+std::filesystem::path trial_log_folder(const std::filesystem::path& journal) {
+  return std::filesystem::absolute(journal).parent_path() / (journal.stem().string() + ".trials");
+}
+
+namespace {
+
+// A record's phase as the journal writes it (mark_phase) and reads it (phase_of).
+void mark_phase(nlohmann::json& rec, Phase phase) {
+  switch (phase) {
+    case Phase::search: break;
+    case Phase::confirm: rec["confirm"] = true; break;
+    case Phase::explain: rec["explain"] = true; break;
+    case Phase::remeasure_baseline: rec["remeasure"] = "baseline"; break;
+    case Phase::remeasure_answer: rec["remeasure"] = "answer"; break;
+  }
+}
+
+Phase phase_of(const nlohmann::json& rec) {
+  if (rec.value("confirm", false)) return Phase::confirm;
+  if (rec.value("explain", false)) return Phase::explain;
+  const std::string again = rec.value("remeasure", "");
+  if (again == "baseline") return Phase::remeasure_baseline;
+  if (again == "answer") return Phase::remeasure_answer;
+  return Phase::search;
+}
+
+}  // namespace
+
+JournalContents read_journal(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw JournalError(path.string() + ": cannot open the journal");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  const std::string text = ss.str();
+
+  JournalContents out;
+  std::size_t pos = 0;
+  int line_no = 0;
+  while (pos < text.size()) {
+    std::size_t end = text.find('\n', pos);
+    const bool last = end == std::string::npos || end + 1 >= text.size();
+    const bool terminated = end != std::string::npos;
+    std::string line = text.substr(pos, (terminated ? end : text.size()) - pos);
+    pos = terminated ? end + 1 : text.size();
+    ++line_no;
+    if (line.empty()) continue;
+    nlohmann::json rec;
+    try {
+      rec = nlohmann::json::parse(line);
+      if (!rec.is_object() || !rec.contains("type")) throw JournalError("not a journal record");
+    } catch (const std::exception& e) {
+      // Only the final, unterminated (or final) line can be a torn write.
+      if (last) {
+        out.dropped_torn_line = true;
+        break;
+      }
+      throw JournalError(path.string() + ":" + std::to_string(line_no) + ": corrupt record: " + e.what());
+    }
+    try {
+      const std::string type = rec.at("type").get<std::string>();
+      if (type == "header") {
+        out.header = rec;
+      } else if (type == "note") {
+        out.notes.push_back(rec.value("text", ""));
+      } else if (type == "recommended") {
+        const auto& c = rec.at("config");
+        out.recommendation = c.is_null() ? std::optional<Assignment>{} : std::optional<Assignment>{assignment_from_json(c)};
+      } else if (type == "start") {
+        out.trials.push_back({rec.at("trial").get<int>(), assignment_from_json(rec.at("config")), std::nullopt,
+                              phase_of(rec)});
+        out.trials.back().start_time = rec.value("time", 0.0);
+        out.trials.back().proposed_as = rec.value("proposed_as", "");
+      } else if (type == "finish") {
+        const int trial = rec.at("trial").get<int>();
+        JournalTrial* t = nullptr;
+        for (auto& x : out.trials)
+          if (x.trial == trial) t = &x;
+        if (!t) {
+          out.trials.push_back({trial, assignment_from_json(rec.at("config")), std::nullopt});
+          t = &out.trials.back();
+        }
+        t->phase = phase_of(rec);
+        t->outcome = outcome_from_json(rec);
+        t->finish_time = rec.value("time", 0.0);
+      }
+    } catch (const JournalError& e) {
+      throw JournalError(path.string() + ":" + std::to_string(line_no) + ": " + e.what());
+    } catch (const std::exception& e) {
+      throw JournalError(path.string() + ":" + std::to_string(line_no) + ": bad record: " + e.what());
+    }
+  }
+  if (out.header.is_null()) throw JournalError(path.string() + ": no header record; not an autotune journal");
+  return out;
+}
+
+JournalWriter::JournalWriter(const std::filesystem::path& path, bool truncate) : m_path(path) {
+  if (path.has_parent_path()) std::filesystem::create_directories(path.parent_path());
+  m_fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | (truncate ? O_TRUNC : 0), 0644);
+  if (m_fd < 0) throw JournalError(path.string() + ": cannot open for writing: " + std::strerror(errno));
+  if (!truncate) {
+    // A torn last line (the tuner died mid-write) would glue onto our first
+    // record: cut the file back to its last complete line, as the reader drops it.
+    std::ifstream in(path, std::ios::binary);
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    if (!text.empty() && text.back() != '\n') {
+      const auto keep = text.rfind('\n');
+      if (::ftruncate(m_fd, keep == std::string::npos ? 0 : static_cast<off_t>(keep + 1)) != 0)
+        throw JournalError(path.string() + ": cannot drop the torn last line: " + std::strerror(errno));
+    }
+  }
+}
+
+JournalWriter::~JournalWriter() {
+  if (m_fd >= 0) ::close(m_fd);
+}
+
+void JournalWriter::append(const nlohmann::json& record) {
+  const std::string line = record.dump() + "\n";
+  const off_t before = ::lseek(m_fd, 0, SEEK_END);
+  std::size_t done = 0;
+  auto fail = [&](int err) {
+    if (before >= 0 && ::ftruncate(m_fd, before) != 0) {
+      // The reader drops a torn last line and a resume cuts it off.
+    }
+    throw JournalError(m_path.string() + ": cannot write the journal: " + std::strerror(err));
+  };
+  while (done < line.size()) {
+    ssize_t n = ::write(m_fd, line.data() + done, line.size() - done);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      fail(errno);
+    }
+    if (n == 0) fail(ENOSPC);
+    done += static_cast<std::size_t>(n);
+  }
+  if (::fsync(m_fd) != 0 && errno != EINVAL) fail(errno);
+}
+
+void JournalWriter::header(const nlohmann::json& header) {
+  nlohmann::json rec = header;
+  rec["type"] = "header";
+  append(rec);
+}
+
+void JournalWriter::note(const std::string& text, double time_s) {
+  append({{"type", "note"}, {"text", text}, {"time", time_s}});
+}
+
+void JournalWriter::recommended(const std::optional<Assignment>& config, std::string_view strategy, double time_s) {
+  append({{"type", "recommended"},
+          {"strategy", std::string(strategy)},
+          {"config", config ? to_json(*config) : nlohmann::json(nullptr)},
+          {"time", time_s}});
+}
+
+void JournalWriter::started(int trial, const Assignment& config, double time_s, Phase phase,
+                            std::string_view proposed_as) {
+  nlohmann::json rec = {{"type", "start"}, {"trial", trial}, {"config", to_json(config)}, {"time", time_s}};
+  mark_phase(rec, phase);
+  if (!proposed_as.empty()) rec["proposed_as"] = std::string(proposed_as);
+  append(rec);
+}
+
+void JournalWriter::finished(int trial, const Assignment& config, const Outcome& outcome, double time_s,
+                             Phase phase) {
+  nlohmann::json rec = to_json(outcome);
+  rec["type"] = "finish";
+  rec["trial"] = trial;
+  rec["config"] = to_json(config);
+  rec["time"] = time_s;
+  mark_phase(rec, phase);
+  append(rec);
+}
+
+namespace {
+nlohmann::json initial_json(const Spec& spec) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const Config& c : spec.search.initial) out.push_back(to_json(spec.space.to_assignment(c)));
+  return out;
+}
+}  // namespace
+
+nlohmann::json journal_header(const Spec& spec) {
+  nlohmann::json params = nlohmann::json::array();
+  for (const auto& p : spec.space.params()) {
+    nlohmann::json values = nlohmann::json::array();
+    for (const auto& v : p.values) values.push_back(to_string(v));
+    params.push_back({{"name", p.name}, {"scale", std::string(to_string(p.scale))}, {"values", values}});
+  }
+  return {{"version", 1},
+          {"space_hash", spec.space.hash()},
+          {"spec_file", spec.file.string()},
+          {"workload", spec.workload.kind},
+          {"parameters", params},
+          {"rules", spec.space.rules().rules()},
+          {"strategy", spec.search.strategy},
+          {"seed", spec.search.seed},
+          {"budget", {{"trials", spec.search.budget_trials}, {"seconds", spec.search.budget_seconds}}},
+          {"initial", initial_json(spec)},  // the baseline, for the report
+          {"confirm", spec.search.confirm},
+          {"explain", spec.search.explain},
+          {"remeasure", remeasure_rounds(spec)},
+          {"effective_batch", spec.effective_batch ? nlohmann::json(*spec.effective_batch) : nlohmann::json()},
+          {"ranks", spec.ranks},
+          {"limits", {{"vram_bytes", spec.limits.vram_bytes}, {"ram_bytes", spec.limits.ram_bytes}}}};
+}
+
+}  // namespace autotune

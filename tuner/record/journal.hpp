@@ -1,0 +1,117 @@
+#pragma once
+// The journal: one JSON object per line, appended and fsync'd per record, so
+// that nothing measured is lost when the tuner dies.
+//
+//   {"type":"header","version":1,"space_hash":"...","spec":{...},"started":"..."}
+//   {"type":"start","trial":3,"config":{...},"time":12.5,"proposed_as":"model"}
+//   {"type":"finish","trial":3,"config":{...},"status":"ok","throughput":812.4,
+//    "metrics":{...},"reason":"","seconds":9.8,"time":22.3}
+//
+//   {"type":"note","text":"...","time":40.1}      the search's diagnostics
+//
+// "proposed_as" says why the search chose the configuration
+// (Strategy::proposed_as(): "initial", bo's "design", "fill", "model",
+// "final", "polish", anneal's "probe", "move", "jump"; "rerun" for a trial
+// a stopped run started and never finished).
+//
+// A re-measurement of a finished configuration after the search
+// (`search.confirm`) carries "confirm":true on both records, a measurement
+// of what a knob of the answer is worth (`search.explain`) "explain":true;
+// neither is ever a search trial.
+//
+// Reading: a torn last line (the tuner died mid-write) is dropped; a line that
+// does not parse anywhere else is an error. `time` is seconds since the run began.
+#include <cstdio>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/outcome.hpp"
+#include "core/value.hpp"
+#include "tuner/record/study.hpp"
+
+namespace autotune {
+
+struct JournalTrial {
+  int trial = 0;
+  Assignment config;
+  std::optional<Outcome> outcome;  // empty: started, never finished
+  Phase phase = Phase::search;     // what it was measured for
+  std::string proposed_as;         // the start record's word ("model", ...); empty in older journals
+  double start_time = 0;           // the records' `time`: seconds since the run began
+  double finish_time = 0;
+};
+
+struct JournalContents {
+  nlohmann::json header;
+  std::vector<JournalTrial> trials;  // in order of start
+  std::vector<std::string> notes;    // the search's diagnostics, in order
+  // The strategy's recommendation at the end of the search, as the run
+  // journaled it (the last one, after a resume): the report and a resumed
+  // run read it instead of replaying the strategy. Absent from older
+  // journals; present and empty when the strategy recommended nothing.
+  std::optional<std::optional<Assignment>> recommendation;
+  bool dropped_torn_line = false;
+};
+
+struct JournalError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// Throws JournalError ("<file>:<line>: ...") for a corrupt middle line or a
+// missing header.
+JournalContents read_journal(const std::filesystem::path& path);
+
+// The trials of the journal at `path` that finished (a measurement, confirmations
+// included); 0 when there is no such file. Throws JournalError as read_journal.
+std::size_t finished_trials(const std::filesystem::path& path);
+
+// The folder that holds the trial logs of the run journaled at `journal`:
+// `<dir>/<stem>.trials` (tuned.journal.jsonl -> tuned.journal.trials).
+std::filesystem::path trial_log_folder(const std::filesystem::path& journal);
+
+nlohmann::json to_json(const Assignment& a);
+Assignment assignment_from_json(const nlohmann::json& j);
+nlohmann::json to_json(const Outcome& o);
+Outcome outcome_from_json(const nlohmann::json& j);
+
+// A record that cannot be written whole (a full disk) throws JournalError
+// after cutting the file back to its last whole record.
+class JournalWriter {
+ public:
+  // Opens for appending; with truncate, starts the file anew. Throws
+  // JournalError when the file cannot be opened.
+  JournalWriter(const std::filesystem::path& path, bool truncate);
+  ~JournalWriter();
+  JournalWriter(const JournalWriter&) = delete;
+  JournalWriter& operator=(const JournalWriter&) = delete;
+
+  void header(const nlohmann::json& header);
+  // proposed_as: what the strategy proposed it as (Strategy::proposed_as(),
+  // or "rerun"); not written when empty.
+  void started(int trial, const Assignment& config, double time_s, Phase phase = Phase::search,
+               std::string_view proposed_as = {});
+  void finished(int trial, const Assignment& config, const Outcome& outcome, double time_s,
+                Phase phase = Phase::search);
+  void note(const std::string& text, double time_s);
+  // {"type": "recommended", "strategy": ..., "config": {...} or null}: what
+  // the strategy recommended among the measured configurations when the
+  // search ended.
+  void recommended(const std::optional<Assignment>& config, std::string_view strategy, double time_s);
+  const std::filesystem::path& path() const { return m_path; }
+
+ private:
+  void append(const nlohmann::json& record);
+  std::filesystem::path m_path;
+  int m_fd = -1;
+};
+
+struct Spec;
+// The journal header for a spec (space hash, parameters, strategy, seed).
+nlohmann::json journal_header(const Spec& spec);
+
+}  // namespace autotune

@@ -1,0 +1,242 @@
+#include "tuner/record/journal_study.hpp"
+
+#include "tuner/record/confirm.hpp"
+#include "tuner/record/explain.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "search/strategy.hpp"
+
+namespace autotune {
+namespace {
+
+// A domain value as the header wrote it (to_string), typed as the trials'
+// configurations have it; a parameter no trial shows is read as an integer
+// or a boolean where it looks like one.
+Value typed_value(const std::string& text, const std::string& name, const JournalContents& j) {
+  for (const auto& t : j.trials)
+    if (const Value* v = t.config.find(name)) {
+      if (is_int(*v)) return Value{static_cast<std::int64_t>(std::stoll(text))};
+      if (is_bool(*v)) return Value{text == "true"};
+      return Value{text};
+    }
+  if (text == "true" || text == "false") return Value{text == "true"};
+  std::size_t used = 0;
+  try {
+    const long long n = std::stoll(text, &used);
+    if (used == text.size()) return Value{static_cast<std::int64_t>(n)};
+  } catch (const std::exception&) {
+  }
+  return Value{text};
+}
+
+Scale scale_named(const std::string& s) {
+  for (Scale x : {Scale::linear, Scale::log, Scale::categorical})
+    if (to_string(x) == s) return x;
+  throw JournalError("unknown scale '" + s + "'");
+}
+
+SearchSpace space_of(const JournalContents& j) {
+  std::vector<Parameter> params;
+  for (const auto& p : j.header.at("parameters")) {
+    Parameter param;
+    param.name = p.at("name").get<std::string>();
+    param.scale = scale_named(p.at("scale").get<std::string>());
+    for (const auto& v : p.at("values")) param.values.push_back(typed_value(v.get<std::string>(), param.name, j));
+    params.push_back(std::move(param));
+  }
+  SearchSpace space(std::move(params), j.header.value("rules", std::vector<std::string>{}));
+  if (space.hash() != j.header.value("space_hash", ""))
+    throw JournalError("the header's parameters do not match its space_hash; not a journal this tool wrote");
+  return space;
+}
+
+Spec spec_of(const std::filesystem::path& path, const JournalContents& j) {
+  const auto& h = j.header;
+  Spec spec;
+  spec.file = h.value("spec_file", "");
+  spec.workload.kind = h.value("workload", "");
+  spec.space = space_of(j);
+  spec.search.strategy = h.value("strategy", "");
+  spec.search.seed = h.value("seed", std::uint64_t{0});
+  if (h.contains("budget")) {
+    spec.search.budget_trials = h["budget"].value("trials", 0);
+    spec.search.budget_seconds = h["budget"].value("seconds", 0.0);
+  }
+  for (const auto& a : h.value("initial", nlohmann::json::array()))
+    if (auto c = spec.space.from_assignment(assignment_from_json(a))) spec.search.initial.push_back(*c);
+  spec.search.confirm = h.value("confirm", 0);
+  spec.search.explain = h.value("explain", false);  // journals from before it knew no explanation
+  if (h.contains("effective_batch") && h["effective_batch"].is_number_integer())
+    spec.effective_batch = h["effective_batch"].get<std::int64_t>();
+  spec.ranks = h.value("ranks", std::int64_t{1});
+  if (h.contains("limits")) {
+    spec.limits.vram_bytes = h["limits"].value("vram_bytes", 0.0);
+    spec.limits.ram_bytes = h["limits"].value("ram_bytes", 0.0);
+  }
+  spec.output.journal = path;
+  return spec;
+}
+
+Config config_in(const SearchSpace& space, const JournalTrial& t) {
+  auto c = space.from_assignment(t.config);
+  if (!c) throw JournalError("trial " + std::to_string(t.trial) + " has a configuration outside the journal's space");
+  return *c;
+}
+
+// run_tuning's ending, from the record: the strategy's recommendation, then
+// the confirmations, then the baseline.
+std::string decide_answer(const Spec& spec, const JournalContents& j, Study& r) {
+  std::string rule;
+  std::unique_ptr<Strategy> strategy;
+  // A journal that says what the strategy recommended needs no replay.
+  if (!j.recommendation && find_strategy(spec.search.strategy))
+    strategy = make_strategy(spec.search.strategy,
+                             strategy_context(spec.space, spec.search.seed, spec.search.budget_trials,
+                                              spec.search.initial, spec.limits));
+  for (const JournalTrial* t : finished_search_trials(j)) {
+    const Config c = config_in(spec.space, *t);
+    if (strategy) strategy->tell(c, *t->outcome);
+    r.trials.push_back({t->trial, c, *t->outcome, true});
+  }
+  if (j.recommendation || strategy) {
+    std::optional<Config> recommended;
+    if (!j.recommendation) {
+      recommended = strategy->recommend();
+    } else if (*j.recommendation) {
+      recommended = spec.space.from_assignment(**j.recommendation);
+      if (!recommended) throw JournalError("the recommended configuration is outside the journal's space");
+    }
+    r.settle_answer(recommended);
+    rule = fmt::format("the {} strategy's recommendation among the measured configurations", spec.search.strategy);
+  } else {
+    r.settle_answer(std::nullopt);
+    rule = "the fastest measured (the journal names a strategy this build does not know)";
+  }
+  if (!spec.search.initial.empty()) {
+    r.prefer_closest_to(spec.search.initial.front(), spec.space.index_of("precision"));
+    if (r.nearer_than) rule += ", then among those within the noise of it the one closest to the baseline";
+  }
+
+  // The measurements after the search, each where the run kept it.
+  for (const auto& t : j.trials)
+    if (auto* into = after_search_records(r, t.phase); into && t.outcome)
+      into->push_back({t.trial, config_in(spec.space, t), *t.outcome, true});
+  std::vector<Config> confirmed_configs;
+  for (const auto& t : r.confirmations)
+    if (std::find(confirmed_configs.begin(), confirmed_configs.end(), t.config) == confirmed_configs.end())
+      confirmed_configs.push_back(t.config);
+  if (!r.confirmations.empty()) {
+    // An older journal does not say how many were to be confirmed: those it measured.
+    const int n = spec.search.confirm > 0 ? spec.search.confirm : static_cast<int>(confirmed_configs.size());
+    choose_confirmed(confirm_candidates(r.trials, r.best, n), r);
+    rule += ", re-measured after the search and chosen on the mean of its runs";
+  }
+  if (!spec.search.initial.empty()) r.find_baseline(spec.search.initial.front());
+  if (spec.search.explain && r.baseline) {
+    const std::optional<Config> before = r.best;
+    explain_answer(r, spec.space, [&r](const Config& c) { return earlier_measurement(r, c); });
+    if (r.best != before) rule += ", with the knobs worth less than the noise put back to the baseline's";
+  }
+  return rule;
+}
+
+RunState state_of(const std::filesystem::path& path, const Spec& spec, const JournalContents& j,
+                  const Study& r) {
+  RunState s;
+  s.torn_last_line = j.dropped_torn_line;
+  for (const auto& t : j.trials)
+    if (!t.outcome) s.in_flight.push_back(t.trial);
+  const auto& search = spec.search;
+  const double last_time = r.elapsed_s;
+  std::set<Config> distinct;
+  for (const auto& t : r.trials) distinct.insert(t.config);
+  const auto all = spec.space.enumerate();
+  if (search.budget_trials > 0 && static_cast<int>(r.trials.size()) >= search.budget_trials) s.stopped_by = RunEnd::budget;
+  else if (search.budget_seconds > 0 && last_time >= search.budget_seconds) s.stopped_by = RunEnd::time;
+  else if (all && distinct.size() >= all->size()) s.stopped_by = RunEnd::exhausted;
+  else s.stopped_by = RunEnd::unfinished;
+  const std::size_t confirm_due =
+      std::min<std::size_t>(static_cast<std::size_t>(std::max(0, search.confirm)),
+                            static_cast<std::size_t>(std::count_if(r.trials.begin(), r.trials.end(),
+                                                                   [](const TrialRecord& t) { return t.outcome.ok(); })));
+  const bool confirm_done = r.confirmations.size() >= confirm_due;
+  s.complete = s.stopped_by != RunEnd::unfinished && s.in_flight.empty() && !s.torn_last_line && confirm_done;
+
+  std::error_code ec;
+  const auto written = std::filesystem::last_write_time(path, ec);
+  if (!ec)
+    s.seconds_since_write =
+        std::chrono::duration<double>(std::filesystem::file_time_type::clock::now() - written).count();
+
+  if (s.stopped_by == RunEnd::budget)
+    s.notes.push_back(fmt::format("the trial budget ({}) was spent", search.budget_trials));
+  else if (s.stopped_by == RunEnd::time)
+    s.notes.push_back(fmt::format("the time budget ({:.0f} s) was spent", search.budget_seconds));
+  else if (s.stopped_by == RunEnd::exhausted)
+    s.notes.push_back("every valid configuration was measured");
+  else
+    s.notes.push_back(fmt::format("cut short: {} of {} search trials finished; the run was interrupted or is "
+                                  "still going",
+                                  r.trials.size(),
+                                  search.budget_trials > 0 ? std::to_string(search.budget_trials) : "?"));
+  if (!s.in_flight.empty()) {
+    std::string ids;
+    for (int t : s.in_flight) ids += (ids.empty() ? "" : ", ") + std::to_string(t);
+    s.notes.push_back(fmt::format("{} trial{} started and never finished (trial {}): still running, or stopped "
+                                  "with the tuner; --resume runs {} again",
+                                  s.in_flight.size(), s.in_flight.size() == 1 ? "" : "s", ids,
+                                  s.in_flight.size() == 1 ? "it" : "them"));
+  }
+  if (s.torn_last_line)
+    s.notes.push_back("the journal's last line is torn (a write in progress, or the tuner died mid-write); it was "
+                      "left out");
+  if (!confirm_done && s.stopped_by != RunEnd::unfinished)
+    s.notes.push_back(fmt::format("the re-measurements after the search ({} of {}) had not finished",
+                                  r.confirmations.size(), confirm_due));
+  if (!s.complete && s.seconds_since_write && *s.seconds_since_write < 120)
+    s.notes.push_back(fmt::format("the journal was written {:.0f} s before this report was made: the run may still "
+                                  "be going",
+                                  *s.seconds_since_write));
+  return s;
+}
+
+}  // namespace
+
+std::vector<const JournalTrial*> finished_search_trials(const JournalContents& j) {
+  std::vector<const JournalTrial*> out;
+  for (const auto& t : j.trials)
+    if (t.outcome && t.phase == Phase::search) out.push_back(&t);
+  std::stable_sort(out.begin(), out.end(),
+                   [](const JournalTrial* a, const JournalTrial* b) { return a->finish_time < b->finish_time; });
+  return out;
+}
+
+JournalStudy read_journal_study(const std::filesystem::path& path) {
+  JournalStudy s;
+  s.path = path;
+  s.journal = read_journal(path);
+  try {
+    s.spec = spec_of(path, s.journal);
+  } catch (const JournalError& e) {
+    throw JournalError(path.string() + ": " + e.what());
+  } catch (const std::exception& e) {
+    throw JournalError(path.string() + ": bad header: " + e.what());
+  }
+  try {
+    s.answer_rule = decide_answer(s.spec, s.journal, s.result);
+  } catch (const JournalError& e) {
+    throw JournalError(path.string() + ": " + e.what());
+  }
+  for (const auto& t : s.journal.trials)
+    s.result.elapsed_s = std::max({s.result.elapsed_s, t.start_time, t.finish_time});
+  s.state = state_of(path, s.spec, s.journal, s.result);
+  s.result.stopped_by = s.state.stopped_by;
+  return s;
+}
+
+}  // namespace autotune

@@ -1,0 +1,166 @@
+#include "tuner/record/study.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include "core/metric_names.hpp"
+#include "tuner/record/journal.hpp"
+#include "tuner/record/racing.hpp"
+
+namespace autotune {
+
+std::string_view run_end_name(RunEnd e) {
+  switch (e) {
+    case RunEnd::budget: return "budget";
+    case RunEnd::time: return "time";
+    case RunEnd::converged: return "converged";
+    case RunEnd::exhausted: return "exhausted";
+    case RunEnd::interrupted: return "interrupted";
+    case RunEnd::failed: return "failed";
+    case RunEnd::unfinished: break;
+  }
+  return "unfinished";
+}
+
+double Study::search_throughput(const Config& c) const {
+  for (const auto& t : trials)
+    if (t.config == c && t.outcome.ok()) return t.outcome.throughput;
+  return 0.0;
+}
+
+void Study::find_baseline(const Config& initial) {
+  for (const auto& t : trials)
+    if (t.config == initial) baseline = t;
+}
+
+void Study::settle_answer(const std::optional<Config>& recommended) {
+  best.reset();
+  best_outcome.reset();
+  if (recommended)
+    for (const auto& t : trials)
+      if (t.config == *recommended && t.outcome.ok() && !t.outcome.raced()) {
+        best = t.config;
+        best_outcome = t.outcome;
+      }
+  if (best_outcome) return;
+  if (const TrialRecord* full = best_full_trial(trials)) {
+    best = full->config;
+    best_outcome = full->outcome;
+  }
+}
+
+namespace {
+
+// The standard error of a measurement's throughput, in samples/s (0 when it
+// reports no spread).
+double standard_error(const Outcome& o) {
+  const double rsd = o.metric(metric::throughput_rsd).value_or(0.0);
+  const double windows = std::max(1.0, o.metric(metric::mean_windows).value_or(o.metric(metric::windows).value_or(1.0)));
+  return rsd * o.throughput / std::sqrt(windows);
+}
+
+}  // namespace
+
+bool within_noise(const Outcome& a, const Outcome& b) {
+  const double se = std::hypot(standard_error(a), standard_error(b));
+  const double diff = std::fabs(a.throughput - b.throughput);
+  return se > 0 ? diff <= 2.0 * se : diff <= 1e-9 * std::max(a.throughput, b.throughput);
+}
+
+int distance(const Config& a, const Config& b, std::optional<std::size_t> precision_dim) {
+  int d = 0;
+  for (std::size_t i = 0; i < std::min(a.size(), b.size()); ++i)
+    if (a[i] != b[i]) d += precision_dim && *precision_dim == i ? 2 : 1;
+  return d;
+}
+
+void Study::prefer_closest_to(const Config& baseline, std::optional<std::size_t> precision_dim) {
+  nearer_than.reset();
+  if (!best || !best_outcome) return;
+  const TrialRecord* chosen = nullptr;
+  for (const auto& t : trials)
+    if (t.config == *best && t.outcome.ok()) chosen = &t;
+  if (!chosen) return;
+  const TrialRecord* nearest = chosen;
+  for (const auto& t : trials) {
+    if (!t.outcome.ok() || t.outcome.raced() || !within_noise(t.outcome, chosen->outcome)) continue;
+    const int d = distance(t.config, baseline, precision_dim), dn = distance(nearest->config, baseline, precision_dim);
+    if (d < dn || (d == dn && t.outcome.throughput > nearest->outcome.throughput)) nearest = &t;
+  }
+  if (nearest == chosen) return;
+  nearer_than = *chosen;
+  best = nearest->config;
+  best_outcome = nearest->outcome;
+}
+
+namespace {
+std::optional<double> median_ok(const std::vector<TrialRecord>& runs) {
+  std::vector<double> v;
+  for (const auto& t : runs) {
+    if (!t.outcome.ok()) return std::nullopt;
+    v.push_back(t.outcome.throughput);
+  }
+  if (v.empty()) return std::nullopt;
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+}  // namespace
+
+std::optional<Study::Speedup> Study::speedup() const {
+  if (!baseline || !baseline->outcome.ok() || !best_outcome || !best_outcome->ok()) return std::nullopt;
+  const auto a = median_ok(answer_again), b = median_ok(baseline_again);
+  if (a && b && *b > 0)
+    return Speedup{*a / *b, *a, *b,
+                   static_cast<int>(std::min(answer_again.size(), baseline_again.size())), true};
+  if (baseline->outcome.throughput <= 0) return std::nullopt;
+  return Speedup{best_outcome->throughput / baseline->outcome.throughput, best_outcome->throughput,
+                 baseline->outcome.throughput, 1, false};
+}
+
+std::vector<TrialRecord>* after_search_records(Study& s, Phase phase) {
+  switch (phase) {
+    case Phase::search: return nullptr;
+    case Phase::confirm: return &s.confirmations;
+    case Phase::explain: return &s.explanations;
+    case Phase::remeasure_baseline: return &s.baseline_again;
+    case Phase::remeasure_answer: return &s.answer_again;
+  }
+  return nullptr;
+}
+
+Replay replay_journal(const JournalContents& j, const SearchSpace& space, const std::filesystem::path& path) {
+  if (j.header.value("space_hash", "") != space.hash())
+    throw StudyError(path.string() + " records another search space (hash " + j.header.value("space_hash", "?") +
+                     ", this spec " + space.hash() +
+                     "); refusing to resume.");
+  Replay r;
+  for (const auto& t : j.trials) {
+    r.next_trial = std::max(r.next_trial, t.trial + 1);
+    auto c = space.from_assignment(t.config);
+    if (!c)
+      throw StudyError(path.string() + ": trial " + std::to_string(t.trial) + " has a configuration outside this space");
+    // Never told to a strategy: it saw this configuration's search trial.
+    if (auto* into = after_search_records(r.study, t.phase)) {
+      if (t.outcome) {
+        r.earlier_s += t.outcome->seconds;
+        into->push_back({t.trial, *c, *t.outcome, true});
+      }
+      continue;
+    }
+    if (!t.outcome) {
+      r.unfinished.push_back(*c);
+      continue;
+    }
+    r.earlier_s += t.outcome->seconds;
+    r.study.trials.push_back({t.trial, *c, *t.outcome, true});
+  }
+  for (const auto& note : j.notes) r.study.notes.push_back(note);
+  // A configuration re-run after a crash must not also be finished already.
+  std::erase_if(r.unfinished, [&](const Config& c) {
+    return std::any_of(r.study.trials.begin(), r.study.trials.end(), [&](const TrialRecord& t) { return t.config == c; });
+  });
+  return r;
+}
+
+}  // namespace autotune

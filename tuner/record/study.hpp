@@ -1,0 +1,128 @@
+#pragma once
+// The study: the record of one tuning run (its trials and their outcomes, the
+// confirmations, the answer, the baseline, how it ended). The journal replays
+// into it, the tuning loop adds to it, and everything that reports on a run
+// (tuned.yaml, the summary, confirmation) reads from it.
+#include <deque>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/outcome.hpp"
+#include "core/space.hpp"
+
+namespace autotune {
+
+struct JournalContents;
+
+// What a trial was measured for: the search, or one of the measurements
+// after it (journaled as "confirm":true, "explain":true, "remeasure":"baseline"|"answer").
+enum class Phase { search, confirm, explain, remeasure_baseline, remeasure_answer };
+
+struct TrialRecord {
+  int trial = 0;
+  Config config;
+  Outcome outcome;
+  bool replayed = false;  // came from the journal on --resume
+};
+
+// A configuration re-measured after the search (search.confirm), with every
+// measurement of it, the search trial first.
+struct ConfirmRow {
+  Config config;
+  std::vector<Outcome> measurements;
+  bool all_ok = false;  // every measurement ok: a configuration that fails when run again is never chosen
+  double mean = 0;      // mean throughput over the measurements, when all_ok
+  bool chosen = false;
+};
+
+// What one knob the answer moved from the baseline is worth: the answer's
+// throughput over the answer's with that knob put back (tuner/record/explain.hpp).
+struct KnobRow {
+  std::string knob, baseline, best;  // the knob and its two values
+  std::optional<double> worth;       // answer / put back - 1; none when it could not be measured
+  std::string note;                  // "within noise", "the baseline's value fails (oom)", a rule, ...
+  bool put_back = false;             // worth less than the noise: the answer keeps the baseline's value
+};
+
+// How a run ended, as tuned.yaml's `stopped_by` names it (run_end_name).
+// `unfinished`: not at an end (still running, or a journal cut short).
+enum class RunEnd { unfinished, budget, time, converged, exhausted, interrupted, failed };
+std::string_view run_end_name(RunEnd e);
+
+struct Study {
+  std::vector<TrialRecord> trials;         // every finished search trial, the journal's first
+  std::vector<TrialRecord> confirmations;  // search.confirm: re-measurements after the search, the journal's first
+  std::vector<ConfirmRow> confirmed;       // search.confirm: each candidate with all its measurements
+  std::vector<TrialRecord> explanations;   // search.explain: the answer with a knob put back, the journal's first
+  std::vector<KnobRow> knobs;              // search.explain: what each knob the answer moved is worth
+  std::vector<TrialRecord> baseline_again;  // search.remeasure: the baseline measured again, side by side
+  std::vector<TrialRecord> answer_again;    // ... with the answer, interleaved after the search
+  std::optional<Config> best;              // the strategy's recommendation among measured ones, or the confirmed choice
+  std::optional<Outcome> best_outcome;     // what was measured for it (confirmed: its re-measurement)
+  std::optional<TrialRecord> baseline;     // the first `initial` configuration, when measured
+  double elapsed_s = 0;                    // this process plus earlier sessions of the journal
+  RunEnd stopped_by = RunEnd::unfinished;
+  std::string failure;                     // stopped_by failed: what failed in the tool itself, one line
+  std::vector<std::string> notes;          // the search's diagnostics (also journaled as notes)
+
+  // The throughput of a configuration's ok search trial (0 when none).
+  double search_throughput(const Config& c) const;
+  // Sets `baseline` to the search trial of `initial` (the user's baseline).
+  void find_baseline(const Config& initial);
+  // The answer from the strategy's recommendation: its ok search trial,
+  // unless that trial was raced (stopped below its bar, tuner/record/racing.hpp);
+  // then the fastest trial measured in full. None when nothing ran.
+  void settle_answer(const std::optional<Config>& recommended);
+  // Occam's answer: among the search trials measured in full that the
+  // measurements cannot tell apart from the answer, the one closest to
+  // `baseline` (fewest knobs changed; a change of the knob at
+  // `precision_dim` counts as two: it changes the numerics). Sets
+  // `nearer_than` to the faster trial it was preferred to, if any.
+  void prefer_closest_to(const Config& baseline, std::optional<std::size_t> precision_dim);
+  std::optional<TrialRecord> nearer_than;  // the fastest trial, when Occam's answer is another
+
+  // The answer against the baseline: the medians of their side-by-side
+  // re-measurements (search.remeasure) when every one of those is ok, else
+  // their search measurements. None without an ok baseline and answer.
+  struct Speedup {
+    double ratio = 0, answer = 0, baseline = 0;
+    int runs = 1;            // measurements of each behind the figures
+    bool remeasured = false;  // the figures are the re-measurements' medians
+  };
+  std::optional<Speedup> speedup() const;
+};
+
+// Where a study keeps the measurements taken after the search in `phase`
+// (confirmations, explanations, the side-by-side re-measurements); null for
+// the search's own trials.
+std::vector<TrialRecord>* after_search_records(Study& s, Phase phase);
+
+// Whether two measurements of throughput cannot be told apart: their
+// difference is within twice its standard error, each one's from its
+// windows' spread (throughput_rsd over the square root of mean_windows);
+// measurements that report no spread only when equal.
+bool within_noise(const Outcome& a, const Outcome& b);
+
+// Knobs that differ between two configurations, a change at `precision_dim` counting two.
+int distance(const Config& a, const Config& b, std::optional<std::size_t> precision_dim);
+
+// What a journal holds for `space`: its finished trials (replayed), its
+// confirmations, the configurations started but never finished (run again
+// first on resume), the next trial number and the seconds already spent.
+struct Replay {
+  Study study;
+  std::deque<Config> unfinished;
+  int next_trial = 1;
+  double earlier_s = 0;
+};
+struct StudyError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+// Throws StudyError naming the journal when it records another space or a
+// configuration outside this one.
+Replay replay_journal(const JournalContents& journal, const SearchSpace& space, const std::filesystem::path& path);
+
+}  // namespace autotune

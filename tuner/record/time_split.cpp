@@ -1,0 +1,58 @@
+#include "tuner/record/time_split.hpp"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "core/metric_names.hpp"
+
+namespace autotune {
+
+namespace {
+constexpr double kLoaderBound = 0.5;  // waits more than it computes
+constexpr double kPartly = 0.1;       // a tenth of the time lost to the loader is worth a look
+}  // namespace
+
+std::string TimeSplit::bound() const {
+  if (!data_wait) return {};
+  if (*data_wait > kLoaderBound) return "loader-bound";
+  if (*data_wait >= kPartly) return "partly loader-bound";
+  return "compute-bound";
+}
+
+TimeSplit time_split(const Outcome& o) {
+  TimeSplit s;
+  // The busy share as bo reads it (Outcome::busy), where it is a data wait.
+  if (auto b = o.busy(); b && b->data_wait) s.data_wait = std::clamp(1.0 - b->share, 0.0, 1.0);
+  if (s.data_wait) s.compute = 1.0 - *s.data_wait;
+  if (auto g = o.metric(metric::gpu_busy)) s.device_busy = std::clamp(*g, 0.0, 1.0);
+  return s;
+}
+
+std::string describe(const TimeSplit& s) {
+  if (!s.known()) return {};
+  std::string out = fmt::format("waiting for data {:.0f}%, computing {:.0f}%", 100 * *s.data_wait, 100 * *s.compute);
+  if (s.device_busy) out += fmt::format(", device busy {:.0f}%", 100 * *s.device_busy);
+  return out + " (" + s.bound() + ")";
+}
+
+std::string explain_speedup(const TimeSplit& baseline, const TimeSplit& best) {
+  if (!baseline.known() || !best.known()) return {};
+  const double before = *baseline.data_wait, after = *best.data_wait;
+  if (before > kPartly && after < before / 2)
+    return fmt::format("the loader no longer starves the trainer: data wait fell from {:.0f}% to {:.0f}% of the time",
+                       100 * before, 100 * after);
+  if (after > kPartly && after > before * 1.5 + 0.05)
+    return fmt::format("the answer computes so much faster that it now waits for data {:.0f}% of the time (was "
+                       "{:.0f}%): more loader workers may pay off",
+                       100 * after, 100 * before);
+  if (after >= kPartly)
+    return fmt::format("the loader is still the bottleneck (data wait {:.0f}% before, {:.0f}% after); the answer "
+                       "moves more samples per second through it",
+                       100 * before, 100 * after);
+  return fmt::format("both are compute-bound (data wait {:.0f}% before, {:.0f}% after): the gain is in the step "
+                     "itself (batch size, precision, accumulation)",
+                     100 * before, 100 * after);
+}
+
+}  // namespace autotune

@@ -1,0 +1,278 @@
+#include "tuner/run/tune.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <deque>
+
+#include <fmt/format.h>
+
+#include "core/metric_names.hpp"
+#include "tuner/record/confirm.hpp"
+#include "tuner/run/driver.hpp"
+#include "tuner/record/explain.hpp"
+#include "tuner/run/interrupt.hpp"
+#include "tuner/record/journal.hpp"
+#include "tuner/run/progress.hpp"
+#include "tuner/record/racing.hpp"
+#include "tuner/run/runner.hpp"
+#include "tuner/run/scheduler.hpp"
+#include "workloads/failure_reading.hpp"
+
+namespace autotune {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+// One run of the loop: the study it fills, the journal it writes, the
+// strategy it asks. Its trials run through the driver; it is the driver's
+// source (the strategy, and the re-runs of a resumed journal) and its
+// observer (the journal, the study, the progress line).
+class TuningRun final : public TrialSource, public TrialObserver {
+ public:
+  TuningRun(const Spec& spec, Executor& executor, const TuneOptions& options)
+      : m_spec(spec),
+        m_space(spec.space),
+        m_strategy(make_strategy(spec.search.strategy,
+                                 strategy_context(spec.space, spec.search.seed, spec.search.budget_trials,
+                                                  spec.search.initial, spec.limits))),
+        m_scheduler(executor, trial_settings(spec)),
+        m_progress(options.progress, options.live, options.verbose, spec.search.budget_trials) {
+    const bool resuming = options.resume && std::filesystem::exists(spec.output.journal);
+    int next_trial = 1;
+    if (resuming) next_trial = replay();
+    m_journal.emplace(spec.output.journal, /*truncate=*/!resuming);
+    if (!resuming) m_journal->header(journal_header(spec));
+    m_driver.emplace(m_scheduler, m_space, std::vector<TrialObserver*>{this}, next_trial);
+  }
+
+  Study run() {
+    m_t0 = Clock::now();
+    for (const auto& t : m_study.trials) m_progress.trial(t, best_of(t), elapsed(), ++m_done);
+    guarded([&] {
+      m_started = static_cast<int>(m_study.trials.size());
+      m_study.stopped_by = m_driver->run(*this);
+    });
+    std::optional<Config> recommended;
+    // Journaled, so that the report reads the answer rather than replaying the strategy.
+    if (m_study.stopped_by != RunEnd::failed)
+      guarded([&] {
+        recommended = m_strategy->recommend();
+        m_journal->recommended(recommended ? std::optional<Assignment>(m_space.to_assignment(*recommended))
+                                           : std::nullopt,
+                               m_strategy->name(), elapsed());
+      });
+    m_study.settle_answer(recommended);
+    if (!m_spec.search.initial.empty())
+      m_study.prefer_closest_to(m_spec.search.initial.front(), m_space.index_of("precision"));
+    // The measurements after the search, each while the run was neither interrupted nor failed.
+    auto going_on = [&] { return m_study.stopped_by != RunEnd::interrupted && m_study.stopped_by != RunEnd::failed; };
+    if (m_spec.search.confirm > 0 && going_on()) guarded([&] { confirm(); });
+    if (!m_spec.search.initial.empty()) m_study.find_baseline(m_spec.search.initial.front());
+    if (m_spec.search.explain && going_on()) guarded([&] { explain(); });
+    if (const int rounds = remeasure_rounds(m_spec); rounds > 0 && going_on()) guarded([&] { remeasure(rounds); });
+    m_progress.finish();
+    m_study.elapsed_s = elapsed();
+    return std::move(m_study);
+  }
+
+  // The source: re-runs first, then the strategy.
+  std::optional<RunEnd> stop_reason() override {
+    if (m_spec.search.budget_trials > 0 && m_started >= m_spec.search.budget_trials) return RunEnd::budget;
+    if (m_spec.search.budget_seconds > 0 && elapsed() >= m_spec.search.budget_seconds) return RunEnd::time;
+    if (m_spec.search.until_converged && m_strategy->converged()) return RunEnd::converged;
+    return std::nullopt;
+  }
+
+  std::optional<Proposal> next() override {
+    std::optional<Proposal> p;
+    if (!m_rerun.empty()) {
+      p = Proposal{m_rerun.front(), "rerun"};
+      m_rerun.pop_front();
+    } else {
+      // The strategy does not know of a re-run in flight and may propose its
+      // configuration: that trial's outcome will answer this proposal too.
+      while (auto c = m_strategy->ask()) {
+        const bool running = std::any_of(m_running.begin(), m_running.end(), [&](const auto& kv) { return kv.second == *c; });
+        if (!running) {
+          p = Proposal{std::move(*c), std::string(m_strategy->proposed_as())};
+          break;
+        }
+      }
+    }
+    if (!p) return std::nullopt;
+    p->stop_below = race_bar(m_study.trials, m_spec.search.race_margin);
+    ++m_started;
+    return p;
+  }
+
+  void tell(const Finished& f) override {
+    m_running.erase(f.trial);
+    m_strategy->tell(f.proposal.config, f.outcome);
+    for (auto& note : m_strategy->take_notes()) {
+      m_journal->note(note, elapsed());
+      m_progress.note(note);
+      m_study.notes.push_back(std::move(note));
+    }
+  }
+
+  // The observer: every trial journaled; a search trial also goes to the
+  // study and the progress line.
+  void started(int trial, const Proposal& p, const Assignment& a) override {
+    m_journal->started(trial, a, elapsed(), p.phase, p.proposed_as);
+    if (p.phase == Phase::search) m_running[trial] = p.config;
+  }
+
+  void finished(const Finished& f) override {
+    m_journal->finished(f.trial, f.config, f.outcome, elapsed(), f.proposal.phase);
+    if (f.proposal.phase != Phase::search) return;
+    m_study.trials.push_back({f.trial, f.proposal.config, f.outcome, false});
+    m_progress.trial(m_study.trials.back(), best_of(m_study.trials.back()), elapsed(), ++m_done);
+    if (f.outcome.metric(metric::warm_ran_cold).value_or(0) > 0 && !m_said_cold) {
+      m_said_cold = true;
+      m_progress.say("warm: true, but the script never entered autotune_trial.trials(): each trial starts it "
+                     "anew (cold)");
+    }
+  }
+
+ private:
+  // Resume: replay finished trials through tell(); queue unfinished ones.
+  // Returns the next trial's number.
+  int replay() {
+    Replay r;
+    try {
+      r = replay_journal(read_journal(m_spec.output.journal), m_space, m_spec.output.journal);
+    } catch (const JournalError& e) {
+      throw TuneError(e.what());
+    } catch (const StudyError& e) {
+      throw TuneError(e.what());
+    }
+    m_study = std::move(r.study);
+    m_rerun = std::move(r.unfinished);
+    m_earlier_s = r.earlier_s;
+    for (const auto& t : m_study.trials) m_strategy->tell(t.config, t.outcome);
+    return r.next_trial;
+  }
+
+  double elapsed() const { return m_earlier_s + std::chrono::duration<double>(Clock::now() - m_t0).count(); }
+
+  std::optional<double> best_of(const TrialRecord& t) {
+    if (t.outcome.ok() && (!m_best || t.outcome.throughput > *m_best)) m_best = t.outcome.throughput;
+    return m_best;
+  }
+
+  // A failure of the tool itself (a journal write, the strategy, a bug) ends
+  // the run as a value: new trials stop, running ones are stopped, every
+  // finished record stays.
+  void guarded(const std::function<void()>& step) {
+    try {
+      step();
+    } catch (const std::exception& e) {
+      fail(e.what());
+    } catch (...) {
+      fail("an unknown exception");
+    }
+  }
+  void fail(const std::string& what) {
+    m_scheduler.stop_all();
+    m_study.stopped_by = RunEnd::failed;
+    m_study.failure = std::string(first_line(what));
+  }
+
+  // search.confirm: re-measure the best few, one at a time; those the
+  // journal already has (a resumed run) are not measured again.
+  void confirm() {
+    const std::vector<Config> candidates = confirm_candidates(m_study.trials, m_study.best, m_spec.search.confirm);
+    const int n = static_cast<int>(candidates.size());
+    for (int i = 0; i < n; ++i) {
+      const Config& c = candidates[static_cast<std::size_t>(i)];
+      const auto have = std::find_if(m_study.confirmations.begin(), m_study.confirmations.end(),
+                                     [&](const TrialRecord& t) { return t.config == c; });
+      if (have != m_study.confirmations.end()) {
+        m_progress.confirm(*have, m_study.search_throughput(c), i + 1, n, elapsed());
+        continue;
+      }
+      const std::optional<TrialRecord> t = measure_after_search(c, Phase::confirm);
+      if (!t) break;
+      m_study.confirmations.push_back(*t);
+      m_progress.confirm(*t, m_study.search_throughput(c), i + 1, n, elapsed());
+    }
+    choose_confirmed(candidates, m_study);
+  }
+
+  // search.explain: the answer with each moved knob put back, measured
+  // where no earlier measurement (the journal's, a search trial's) serves.
+  void explain() {
+    explain_answer(m_study, m_space, [&](const Config& c) -> std::optional<Outcome> {
+      if (auto o = earlier_measurement(m_study, c)) return o;
+      const std::optional<TrialRecord> t = measure_after_search(c, Phase::explain);
+      if (!t) return std::nullopt;
+      m_study.explanations.push_back(*t);
+      m_progress.explain(*t, m_space.to_assignment(c).describe(), elapsed());
+      return t->outcome;
+    });
+  }
+
+  // search.remeasure: the baseline and the answer measured again side by
+  // side, interleaved (baseline, answer, baseline, ...), so that the speedup
+  // reported compares measurements taken under the same conditions rather
+  // than the search's single runs, minutes apart (and the fastest of many,
+  // which selection inflates). Rounds already journaled count (--resume).
+  void remeasure(int rounds) {
+    if (!m_study.baseline || !m_study.best || *m_study.best == m_study.baseline->config) return;
+    const Config baseline = m_study.baseline->config, answer = *m_study.best;
+    const int n = 2 * rounds;
+    int done = static_cast<int>(m_study.baseline_again.size() + m_study.answer_again.size());
+    while (done < n) {
+      const bool of_baseline = m_study.baseline_again.size() <= m_study.answer_again.size();
+      const std::optional<TrialRecord> t =
+          measure_after_search(of_baseline ? baseline : answer,
+                               of_baseline ? Phase::remeasure_baseline : Phase::remeasure_answer);
+      if (!t) return;
+      (of_baseline ? m_study.baseline_again : m_study.answer_again).push_back(*t);
+      m_progress.remeasure(*t, of_baseline ? "baseline" : "answer", ++done, n, elapsed());
+    }
+  }
+
+  // One measurement after the search (a confirmation, an explanation, a
+  // re-measurement), journaled as such and never told to the strategy. None
+  // when the run is interrupted, before or during it (stopped_by says so).
+  std::optional<TrialRecord> measure_after_search(const Config& c, Phase phase) {
+    if (interrupted()) m_study.stopped_by = RunEnd::interrupted;
+    if (m_study.stopped_by == RunEnd::interrupted) return std::nullopt;
+    const std::optional<Finished> f = m_driver->measure_one(Proposal{c, phase == Phase::explain ? "explain" : "", phase});
+    if (!f) {
+      m_study.stopped_by = RunEnd::interrupted;
+      return std::nullopt;
+    }
+    return TrialRecord{f->trial, c, f->outcome, false};
+  }
+
+  const Spec& m_spec;
+  const SearchSpace& m_space;
+  std::unique_ptr<Strategy> m_strategy;
+  Scheduler m_scheduler;
+  std::optional<Driver> m_driver;
+  Progress m_progress;
+  std::optional<JournalWriter> m_journal;
+  Study m_study;
+  std::deque<Config> m_rerun;  // started before a crash, never finished
+  std::map<int, Config> m_running;  // the search trials in flight
+  double m_earlier_s = 0;
+  Clock::time_point m_t0 = Clock::now();
+  std::optional<double> m_best;
+  int m_done = 0;
+  int m_started = 0;
+  bool m_said_cold = false;
+};
+
+}  // namespace
+
+Study run_tuning(const Spec& spec, Executor& executor, const TuneOptions& options) {
+  return TuningRun(spec, executor, options).run();
+}
+
+Study run_tuning(const Spec& spec, const MeasureFn& measure, const TuneOptions& options) {
+  auto executor = make_local_executor(measure, std::max(1, spec.search.parallel));
+  return run_tuning(spec, *executor, options);
+}
+
+}  // namespace autotune

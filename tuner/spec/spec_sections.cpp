@@ -1,0 +1,394 @@
+// The sections other than the space: workload (its kind and the kind's own
+// options), objective, search (strategy, budget, seed, initial
+// configurations, confirm, parallel), executor and output.
+#include <algorithm>
+#include <cstdint>
+#include <map>
+
+#include <fmt/format.h>
+
+#include "search/strategy.hpp"
+#include "tuner/spec/devices.hpp"
+#include "tuner/spec/spec_sections.hpp"
+
+namespace autotune {
+namespace fs = std::filesystem;
+
+namespace {
+
+const std::vector<std::string> kWorkloadGenericKeys = {"kind", "timeout", "repeats", "isolation"};
+const std::vector<std::string> kSearchKeys = {"strategy", "budget", "seed",    "initial",  "confirm",
+                                             "parallel", "race",   "explain", "remeasure"};
+const std::vector<std::string> kBudgetKeys = {"trials", "time", "until_converged"};
+const std::vector<std::string> kOutputKeys = {"tuned", "journal"};
+const std::vector<std::string> kExecutorKeys = {"kind",           "gpus",          "pin_cpus",
+                                                "gpus_per_trial", "cpus_per_trial", "mem_per_trial",
+                                                "srun_args"};
+const std::vector<std::string> kObjectives = {"throughput"};
+constexpr std::size_t kMaxListedValues = 16;  // values shown in an error message
+
+std::string list_values(const std::vector<Value>& values) {
+  std::vector<std::string> s;
+  for (std::size_t i = 0; i < values.size() && i < kMaxListedValues; ++i) s.push_back(to_string(values[i]));
+  if (values.size() > kMaxListedValues) s.push_back(fmt::format("... ({} values)", values.size()));
+  return join(s);
+}
+
+std::vector<std::string> texts_of(const std::vector<Value>& values) {
+  std::vector<std::string> out;
+  for (const auto& v : values) out.push_back(to_string(v));
+  return out;
+}
+
+void read_budget(YamlReader& r, const Entry& e, const std::string& path, SearchSpec& s) {
+  s.budget_trials = 0;
+  if (e.value.IsScalar()) {  // `budget: 40` is a number of trials
+    if (auto v = r.get_checked<int>(e.value, e.loc, path, "an integer", check_budget_trials)) s.budget_trials = *v;
+    return;
+  }
+  if (!r.expect_map(e.value, e.loc, path, "a number of trials or a map {trials: N, time: 30m}")) return;
+  Entries keys = r.read_map(e.value, path, &kBudgetKeys);
+  bool ok = true;
+  if (const Entry* k = find(keys, "trials")) {
+    // 0: no cap on trials, when `time` is the budget.
+    if (auto v = r.get_int(k->value, k->loc, child(path, "trials"), 0, kBudgetTrialsRange.max))
+      s.budget_trials = static_cast<int>(*v);
+    else ok = false;
+  }
+  if (const Entry* k = find(keys, "time")) {
+    if (auto v = r.get_duration(k->value, k->loc, child(path, "time"), 0.0)) s.budget_seconds = *v;
+    else ok = false;
+  }
+  if (const Entry* k = find(keys, "until_converged")) {
+    if (auto v = r.get_bool(k->value, k->loc, child(path, "until_converged"))) s.until_converged = *v;
+    else ok = false;
+  }
+  if (ok && s.budget_trials <= 0 && s.budget_seconds <= 0)
+    r.fail(e.loc, path, "trials > 0 or time > 0", keys.empty() ? "an empty map" : "neither");
+}
+
+void read_initial(YamlReader& r, const Entry& e, const std::string& path, const SpaceRead& space,
+                  const SearchSpace& built, std::vector<Config>& out) {
+  if (!e.value.IsSequence()) {
+    r.fail(e.loc, path, "a list of configurations ({name: value, ...})", describe(e.value));
+    return;
+  }
+  const std::vector<std::string> names = names_of(space.params);
+  for (std::size_t i = 0; i < e.value.size(); ++i) {
+    const YAML::Node n = e.value[i];
+    const Loc at = loc_of(n, e.loc);
+    const std::string ipath = item(path, i);
+    if (!r.expect_map(n, at, ipath, "a configuration {name: value, ...}")) continue;
+    // Parameter names are known only when the space parsed; otherwise check
+    // the map's shape and leave the rest to the space's own errors.
+    Entries keys = r.read_map(n, ipath, space.parsed ? &names : nullptr);
+    if (!space.parsed) continue;
+    Assignment a;
+    bool ok = true;
+    std::vector<std::string> missing;
+    for (const auto& p : space.params) {
+      const Entry* k = find(keys, p.name);
+      if (!k) {
+        missing.push_back(p.name);
+        continue;
+      }
+      const std::string kpath = child(ipath, p.name);
+      const std::string allowed = "one of " + list_values(p.values);
+      std::optional<Value> v;
+      if (is_int(p.values[0])) {
+        if (auto x = r.get_int(k->value, k->loc, kpath)) v = Value{*x};
+      } else if (is_bool(p.values[0])) {
+        if (auto x = r.get_bool(k->value, k->loc, kpath)) v = Value{*x};
+      } else if (auto x = r.get_scalar(k->value, k->loc, kpath, allowed)) {
+        v = Value{*x};
+      }
+      if (!v) {
+        ok = false;
+        continue;
+      }
+      if (std::find(p.values.begin(), p.values.end(), *v) == p.values.end()) {
+        r.fail(k->loc, kpath, allowed, quote(to_string(*v)) + ", not in the domain of " + p.name,
+               is_string(*v) ? did_you_mean(std::get<std::string>(*v), texts_of(p.values)) : "");
+        ok = false;
+        continue;
+      }
+      a.set(p.name, *v);
+    }
+    if (!missing.empty()) {
+      r.fail(at, ipath, "a value for every parameter", "no value for " + join(missing));
+      ok = false;
+    }
+    if (!ok || !space.built) continue;
+    auto c = built.from_assignment(a);
+    if (!c) {
+      r.fail(at, ipath, "a configuration in the space", a.describe());
+      continue;
+    }
+    if (auto rule = built.violated_rule(*c)) {
+      r.fail(at, ipath, "a configuration satisfying every rule", "it violates " + quote(*rule));
+      continue;
+    }
+    out.push_back(*c);
+  }
+}
+
+std::optional<OptionValue> read_option(YamlReader& r, const OptionSpec& s, const Entry& e, const std::string& path,
+                                       const fs::path& base_dir) {
+  const auto& n = e.value;
+  switch (s.type) {
+    case OptionType::boolean:
+      if (auto v = r.get_bool(n, e.loc, path)) return OptionValue{*v};
+      return std::nullopt;
+    case OptionType::integer:
+      if (auto v = r.get_int(n, e.loc, path)) {
+        if (auto bad = check_bounds(static_cast<double>(*v), n.Scalar(), s.min, s.max)) {
+          r.fail(e.loc, path, *bad);
+          return std::nullopt;
+        }
+        return OptionValue{*v};
+      }
+      return std::nullopt;
+    case OptionType::number:
+      if (auto v = r.get_number(n, e.loc, path, s.min, s.max)) return OptionValue{*v};
+      return std::nullopt;
+    case OptionType::duration:
+      if (auto v = r.get_duration(n, e.loc, path, s.min, s.max)) return OptionValue{*v};
+      return std::nullopt;
+    case OptionType::bytes:
+      if (auto v = r.get_bytes(n, e.loc, path, s.min, s.max)) return OptionValue{*v};
+      return std::nullopt;
+    case OptionType::string:
+      if (!s.choices.empty()) {
+        if (auto v = r.get_choice(n, e.loc, path, s.choices)) return OptionValue{*v};
+        return std::nullopt;
+      }
+      if (auto v = r.get_scalar(n, e.loc, path, "a string")) return OptionValue{*v};
+      return std::nullopt;
+    case OptionType::path:
+      if (auto v = r.get_scalar(n, e.loc, path, "a path")) {
+        if (v->empty()) {
+          r.fail(e.loc, path, "a path", "an empty string");
+          return std::nullopt;
+        }
+        fs::path p(*v);
+        // Input paths resolve against the spec file's folder, so a config and
+        // its data can move together.
+        if (p.is_relative()) p = base_dir / p;
+        return OptionValue{p.lexically_normal().string()};
+      }
+      return std::nullopt;
+    case OptionType::string_list:
+      if (auto v = r.get_string_list(n, e.loc, path)) return OptionValue{*v};
+      return std::nullopt;
+    case OptionType::string_map: {
+      if (!r.expect_map(n, e.loc, path, "a map of strings")) return std::nullopt;
+      std::map<std::string, std::string> out;
+      bool ok = true;
+      for (const auto& k : r.read_map(n, path, nullptr)) {
+        if (auto v = r.get_scalar(k.value, k.loc, child(path, k.key), "a string")) out[k.key] = *v;
+        else ok = false;
+      }
+      if (!ok) return std::nullopt;
+      return OptionValue{out};
+    }
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+void read_workload(YamlReader& r, const Entry& e, const SpaceRead& space, const fs::path& base_dir,
+                   WorkloadSpec& w) {
+  if (!r.expect_map(e.value, e.loc, "workload", "a map with kind and its options")) return;
+  // Keys depend on the kind: read them all, check after.
+  Entries keys = r.read_map(e.value, "workload", nullptr);
+  const Entry* kind_entry = find(keys, "kind");
+  std::vector<std::string> kinds = workload_kinds();
+  if (std::find(kinds.begin(), kinds.end(), "auto") == kinds.end()) kinds.insert(kinds.begin(), "auto");
+  const WorkloadInfo* info = nullptr;
+  bool ok = true;
+  if (!kind_entry) {
+    r.fail(e.loc, "workload.kind", "a workload kind (one of " + join(kinds) + ")", "no 'kind' key");
+    ok = false;
+  } else if (auto k = r.get_scalar(kind_entry->value, kind_entry->loc, "workload.kind", "one of " + join(kinds))) {
+    w.requested_kind = *k;
+    w.kind = *k;
+    if (*k == "auto") {
+      // A CUDA device is present when the driver's control node exists.
+      w.kind = cuda_device_present() ? "cuda" : "cpu";
+    }
+    info = find_workload(w.kind);
+    if (!info) {
+      if (*k == "auto")
+        r.fail(kind_entry->loc, "workload.kind", "one of " + join(kinds),
+               fmt::format("'auto', which picked '{}', not built into this binary", w.kind));
+      else
+        r.fail(kind_entry->loc, "workload.kind", "one of " + join(kinds), "unknown kind " + quote(*k),
+               did_you_mean(*k, kinds));
+      ok = false;
+    }
+  } else {
+    ok = false;
+  }
+
+  std::vector<std::string> allowed = kWorkloadGenericKeys;
+  if (info)
+    for (const auto& o : info->options) allowed.push_back(o.key);
+  for (const auto& k : keys) {
+    const std::string path = child("workload", k.key);
+    if (k.key == "kind") continue;
+    if (k.key == "timeout") {
+      if (auto v = r.get_duration(k.value, k.loc, path)) {
+        if (*v <= 0) {
+          r.fail(k.loc, path, "a duration > 0", quote(k.value.Scalar()));
+          ok = false;
+        } else {
+          w.timeout_s = *v;
+        }
+      } else {
+        ok = false;
+      }
+      continue;
+    }
+    if (k.key == "repeats") {
+      if (auto v = r.get_int(k.value, k.loc, path, 1, 1000)) w.repeats = static_cast<int>(*v);
+      else ok = false;
+      continue;
+    }
+    if (k.key == "isolation") {
+      if (auto v = r.get_choice(k.value, k.loc, path, {"process", "inline"}))
+        w.isolation = *v == "inline" ? Isolation::inline_ : Isolation::process;
+      else
+        ok = false;
+      continue;
+    }
+    if (!info) continue;  // options of an unknown kind cannot be checked
+    auto spec = std::find_if(info->options.begin(), info->options.end(),
+                             [&](const OptionSpec& s) { return s.key == k.key; });
+    if (spec == info->options.end()) {
+      r.fail(k.key_loc, path, fmt::format("an option of the {} workload ({})", w.kind, join(allowed)),
+             "unknown key " + quote(k.key), did_you_mean(k.key, allowed));
+      ok = false;
+      continue;
+    }
+    if (auto v = read_option(r, *spec, k, path, base_dir)) w.options.set(k.key, std::move(*v));
+    else ok = false;
+  }
+  if (!info) return;
+  for (const auto& s : info->options) {
+    if (w.options.has(s.key) || find(keys, s.key)) continue;
+    if (s.default_value) {
+      w.options.set(s.key, *s.default_value);
+    } else {
+      r.fail(e.loc, child("workload", s.key), fmt::format("a '{}' key ({}; required by the {} workload)", s.key,
+                                                          to_string(s.type), w.kind),
+             "none");
+      ok = false;
+    }
+  }
+  if (!ok || !space.parsed) return;
+  // Let the workload look at its options now (a replay table that does not
+  // parse, a profile it does not know) so that the error comes with the rest.
+  WorkloadEnv env;
+  env.parameter_names = names_of(space.params);
+  env.spec_dir = base_dir;
+  try {
+    (void)info->make(w.options, env);
+  } catch (const WorkloadConfigError& ex) {
+    r.fail(loc_of(e.value, e.key_loc), "workload", fmt::format("a usable {} workload", w.kind), ex.what());
+  } catch (const std::exception& ex) {
+    r.fail(loc_of(e.value, e.key_loc), "workload", fmt::format("a usable {} workload", w.kind), ex.what());
+  }
+}
+
+void read_objective(YamlReader& r, const Entry& e, std::string& out) {
+  if (auto s = r.get_choice(e.value, e.loc, "objective", kObjectives)) out = *s;
+}
+
+void read_search(YamlReader& r, const Entry& e, const SpaceRead& space, const SearchSpace& built, SearchSpec& s) {
+  if (!r.expect_map(e.value, e.loc, "search", "a map with strategy, budget, seed, initial, confirm, parallel, race"))
+    return;
+  Entries keys = r.read_map(e.value, "search", &kSearchKeys);
+  if (const Entry* k = find(keys, "strategy"))
+    if (auto v = r.get_checked<std::string>(k->value, k->loc, "search.strategy", "one of " + join(strategy_names()),
+                                            check_strategy))
+      s.strategy = *v;
+  if (const Entry* k = find(keys, "budget")) read_budget(r, *k, "search.budget", s);
+  if (const Entry* k = find(keys, "seed"))
+    if (auto v = r.get_checked<std::uint64_t>(k->value, k->loc, "search.seed", "a non-negative integer", check_seed))
+      s.seed = *v;
+  if (const Entry* k = find(keys, "confirm"))
+    if (auto v = r.get_int(k->value, k->loc, "search.confirm", kConfirmRange)) s.confirm = static_cast<int>(*v);
+  if (const Entry* k = find(keys, "explain"))
+    if (auto v = r.get_bool(k->value, k->loc, "search.explain")) s.explain = *v;
+  if (const Entry* k = find(keys, "remeasure")) {
+    if (k->value.IsScalar() && k->value.Scalar() == "false") s.remeasure = 0;
+    else if (auto v = r.get_int(k->value, k->loc, "search.remeasure", kConfirmRange)) s.remeasure = static_cast<int>(*v);
+  }
+  if (const Entry* k = find(keys, "parallel"))
+    if (auto v = r.get_int(k->value, k->loc, "search.parallel", kParallelRange)) s.parallel = static_cast<int>(*v);
+  if (const Entry* k = find(keys, "initial")) read_initial(r, *k, "search.initial", space, built, s.initial);
+  // `race: false` turns racing off; a number is the margin under the
+  // incumbent below which a trial is stopped early (tuner/record/racing.hpp).
+  if (const Entry* k = find(keys, "race")) {
+    if (k->value.IsScalar() && (k->value.Scalar() == "false" || k->value.Scalar() == "true")) {
+      if (auto v = r.get_bool(k->value, k->loc, "search.race")) s.race_margin = *v ? SearchSpec::kDefaultRaceMargin : -1;
+    } else if (auto v = r.get_number(k->value, k->loc, "search.race", 0.0, 0.9)) {
+      s.race_margin = *v;
+    }
+  }
+}
+
+void read_executor(YamlReader& r, const Entry& e, ExecutorSpec& x) {
+  if (!r.expect_map(e.value, e.loc, "executor", "a map with kind (local or slurm) and its options")) return;
+  Entries keys = r.read_map(e.value, "executor", &kExecutorKeys);
+  if (const Entry* k = find(keys, "kind"))
+    if (auto v = r.get_choice(k->value, k->loc, "executor.kind", {"local", "slurm"})) x.kind = *v;
+  if (const Entry* k = find(keys, "gpus")) {
+    // `gpus: auto` lists every visible GPU; else a list with one entry per
+    // slot (`[0, 1]`, or `["0,1", "2,3"]` for two per slot).
+    if (k->value.IsScalar() && k->value.Scalar() == "auto") {
+      x.gpus = probe_gpus().ids;
+    } else if (k->value.IsSequence()) {
+      if (auto v = r.get_string_list(k->value, k->loc, "executor.gpus")) x.gpus = *v;
+    } else {
+      r.fail(k->loc, "executor.gpus", "auto or a list of GPU ids, one entry per slot", describe(k->value));
+    }
+  }
+  if (const Entry* k = find(keys, "pin_cpus"))
+    if (auto v = r.get_bool(k->value, k->loc, "executor.pin_cpus")) x.pin_cpus = *v;
+  if (const Entry* k = find(keys, "gpus_per_trial"))
+    if (auto v = r.get_int(k->value, k->loc, "executor.gpus_per_trial", 0, 1024))
+      x.gpus_per_trial = static_cast<int>(*v);
+  if (const Entry* k = find(keys, "cpus_per_trial"))
+    if (auto v = r.get_int(k->value, k->loc, "executor.cpus_per_trial", 0, 65536))
+      x.cpus_per_trial = static_cast<int>(*v);
+  if (const Entry* k = find(keys, "mem_per_trial"))
+    if (r.get_bytes(k->value, k->loc, "executor.mem_per_trial")) x.mem_per_trial = k->value.Scalar();
+  if (const Entry* k = find(keys, "srun_args"))
+    if (auto v = r.get_string_list(k->value, k->loc, "executor.srun_args")) x.srun_args = *v;
+}
+
+void read_output(YamlReader& r, const Entry* e, OutputSpec& o) {
+  // Output paths are deliberately NOT resolved against the spec file's folder:
+  // a relative `tuned:` lands in the current directory, like any command's
+  // output file (the spec may live in a read-only shared folder).
+  o.tuned = "tuned.yaml";
+  std::optional<std::string> journal;
+  if (e && r.expect_map(e->value, e->loc, "output", "a map with tuned, journal")) {
+    Entries keys = r.read_map(e->value, "output", &kOutputKeys);
+    if (const Entry* k = find(keys, "tuned"))
+      if (auto v = r.get_scalar(k->value, k->loc, "output.tuned", "a path")) o.tuned = *v;
+    if (const Entry* k = find(keys, "journal"))
+      if (auto v = r.get_scalar(k->value, k->loc, "output.journal", "a path")) journal = *v;
+  }
+  if (journal) {
+    o.journal = *journal;
+  } else {
+    std::string t = o.tuned.string();
+    if (t.size() >= 5 && t.compare(t.size() - 5, 5, ".yaml") == 0) t.resize(t.size() - 5);
+    o.journal = t + ".journal.jsonl";
+  }
+}
+
+}  // namespace autotune
