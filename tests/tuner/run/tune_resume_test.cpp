@@ -1,0 +1,154 @@
+// The journal: every trial recorded, resume without a rerun, a torn or
+// corrupt journal, another space refused, the search's notes replayed.
+#include "tuner/run/tune.hpp"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "tuner/record/journal.hpp"
+
+#include "tests/tuner/run/tune_test_util.hpp"
+
+namespace autotune {
+namespace {
+
+using testing::I;
+using testing::TuneTest;
+
+TEST_F(TuneTest, JournalRecordsEveryTrialAndResumeDoesNotRerun) {
+  Spec spec = make_spec("random", 8);
+  auto w = synthetic(0.02);
+  int calls = 0;
+  Study first = run_tuning(spec, measure_with(*w, &calls), {});
+  EXPECT_EQ(calls, 8);
+  JournalContents j = read_journal(spec.output.journal);
+  EXPECT_EQ(j.header.value("space_hash", ""), spec.space.hash());
+  ASSERT_EQ(j.trials.size(), 8u);
+  for (const auto& t : j.trials) EXPECT_TRUE(t.outcome.has_value());
+
+  // Resume with a larger budget: only the new trials are measured.
+  spec.search.budget_trials = 14;
+  calls = 0;
+  TuneOptions opt;
+  opt.resume = true;
+  Study second = run_tuning(spec, measure_with(*w, &calls), opt);
+  EXPECT_EQ(calls, 6);
+  ASSERT_EQ(second.trials.size(), 14u);
+  std::set<Config> seen;
+  for (const auto& t : second.trials) EXPECT_TRUE(seen.insert(t.config).second) << "a trial ran twice";
+  for (int i = 0; i < 8; ++i) {
+    EXPECT_TRUE(second.trials[i].replayed);
+    EXPECT_EQ(second.trials[i].config, first.trials[i].config);
+  }
+  EXPECT_EQ(second.trials[8].trial, 9);
+}
+
+TEST_F(TuneTest, TornLastLineIsDroppedAndUnfinishedTrialIsRerun) {
+  Spec spec = make_spec("random", 5);
+  auto w = synthetic();
+  run_tuning(spec, measure_with(*w), {});
+  // Simulate a crash mid-trial: a start record without its finish, then half a line.
+  const Config extra{5, 4, 2, 1, 1, 0};
+  {
+    std::ofstream out(spec.output.journal, std::ios::app);
+    out << nlohmann::json{{"type", "start"}, {"trial", 6}, {"config", to_json(spec.space.to_assignment(extra))},
+                          {"time", 1.0}}
+                .dump()
+        << "\n";
+    out << R"({"type":"finish","trial":6,"config":{"batch_si)";
+  }
+  JournalContents j = read_journal(spec.output.journal);
+  EXPECT_TRUE(j.dropped_torn_line);
+  ASSERT_EQ(j.trials.size(), 6u);
+  EXPECT_FALSE(j.trials.back().outcome);
+
+  spec.search.budget_trials = 6;
+  std::vector<Assignment> measured;
+  TuneOptions opt;
+  opt.resume = true;
+  Study r = run_tuning(
+      spec,
+      [&](const Assignment& a, const TrialContext& ctx) {
+        measured.push_back(a);
+        return w->measure(a, ctx);
+      },
+      opt);
+  ASSERT_EQ(measured.size(), 1u);
+  EXPECT_EQ(measured[0], spec.space.to_assignment(extra));
+  EXPECT_EQ(r.trials.size(), 6u);
+  {
+    std::ifstream in(spec.output.journal);
+    std::string line, last_start;
+    while (std::getline(in, line))
+      if (line.find(R"("type":"start")") != std::string::npos) last_start = line;
+    EXPECT_EQ(nlohmann::json::parse(last_start).value("proposed_as", ""), "rerun");
+  }
+  // The file is whole again: every line parses.
+  JournalContents again = read_journal(spec.output.journal);
+  EXPECT_FALSE(again.dropped_torn_line);
+  EXPECT_TRUE(again.trials.back().outcome);
+}
+
+TEST_F(TuneTest, CorruptMiddleLineIsAnError) {
+  Spec spec = make_spec("random", 3);
+  auto w = synthetic();
+  run_tuning(spec, measure_with(*w), {});
+  std::ifstream in(spec.output.journal);
+  std::vector<std::string> lines;
+  for (std::string l; std::getline(in, l);) lines.push_back(l);
+  lines[2] = "{not json";
+  std::ofstream out(spec.output.journal, std::ios::trunc);
+  for (const auto& l : lines) out << l << "\n";
+  out.close();
+  try {
+    read_journal(spec.output.journal);
+    FAIL() << "expected a JournalError";
+  } catch (const JournalError& e) {
+    EXPECT_NE(std::string(e.what()).find(":3:"), std::string::npos) << e.what();
+  }
+  TuneOptions opt;
+  opt.resume = true;
+  EXPECT_THROW(run_tuning(spec, measure_with(*w), opt), TuneError);
+}
+
+TEST_F(TuneTest, ResumeRefusesAnotherSpace) {
+  Spec spec = make_spec("random", 3);
+  auto w = synthetic();
+  run_tuning(spec, measure_with(*w), {});
+  Spec other = make_spec("random", 3);
+  other.space = SearchSpace({{"batch_size", {I(16), I(32)}, Scale::log}});
+  TuneOptions opt;
+  opt.resume = true;
+  try {
+    run_tuning(other, measure_with(*w), opt);
+    FAIL() << "expected a TuneError";
+  } catch (const TuneError& e) {
+    EXPECT_NE(std::string(e.what()).find("another search space"), std::string::npos);
+  }
+}
+
+// The search's diagnostics are journal records, read back in order, and a
+// resumed study carries them.
+TEST_F(TuneTest, NotesAreJournaledAndReplayed) {
+  const auto path = m_dir / "notes.journal.jsonl";
+  {
+    JournalWriter j(path, true);
+    j.header({{"space_hash", "h"}});
+    j.note("bo: the GP fit: nlopt failed from 2 of 3 starts", 1.5);
+    j.note("bo: no posterior could be formed from 3 measurements", 2.5);
+  }
+  const JournalContents c = read_journal(path);
+  ASSERT_EQ(c.notes.size(), 2u);
+  EXPECT_EQ(c.notes[0], "bo: the GP fit: nlopt failed from 2 of 3 starts");
+  SearchSpace space({{"batch_size", {I(16), I(32)}, Scale::log}}, {});
+  JournalContents same = c;
+  same.header["space_hash"] = space.hash();
+  EXPECT_EQ(replay_journal(same, space, path).study.notes, c.notes);
+}
+
+}  // namespace
+}  // namespace autotune
