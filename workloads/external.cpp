@@ -88,45 +88,26 @@ std::string elsewhere_note(const ExternalRun& run) {
                      run.oom_kills_elsewhere, run.oom_kills_elsewhere == 1 ? "" : "es");
 }
 
-}  // namespace
-
-Outcome Workload::interpret(const ExternalRun& run, const TrialContext& ctx) const {
-  // Stopped at its timeout after printing its result line (no result file):
-  // a teardown that hangs (NCCL's destroy, DataLoader workers that never
-  // join) must not cost what it measured, as with a written result. A line
-  // is a result when it has a throughput or a status (a progress line with
-  // neither leaves the timeout a timeout).
+// Stopped at its timeout after printing its result line (no result file):
+// a teardown that hangs (NCCL's destroy, DataLoader workers that never
+// join) must not cost what it measured, as with a written result. A line
+// is a result when it has a throughput or a status (a progress line with
+// neither leaves the timeout a timeout).
+std::optional<json> printed_before_timeout(const ExternalRun& run) {
   std::optional<json> printed;
   if (run.timed_out && !run.cancelled && !run.result && run.spawn_error.empty()) {
     printed = last_json_line(run.stdout_tail);
     if (printed && !printed->contains("throughput") && !printed->contains("status")) printed.reset();
   }
-  const bool after_result = run.stopped_after_result || printed.has_value();
-  if (!printed) {
-    if (auto o = classify_termination(run)) {
-      if (o->status != Status::timeout) o->reason += stderr_said(run) + output_tails(run, ctx.log_dir);
-      return *o;
-    }
-  }
+  return printed;
+}
 
-  std::optional<json> result = printed;
-  if (!result && run.result) {
-    result = parse_object(*run.result);
-    if (!result)
-      return Outcome::failure(Status::error, "the result file is not a JSON object: " +
-                                                 tail_for_reason(*run.result, 500) + output_tails(run, ctx.log_dir));
-  } else if (!result) {
-    result = last_json_line(run.stdout_tail);
-  }
-
-  std::map<std::string, double> metrics;
-  if (result) collect_metrics(*result, metrics);
-  auto fail = [&](Status s, std::string why) {
-    Outcome o = Outcome::failure(s, std::move(why));
-    o.metrics = metrics;
-    return o;
-  };
-
+// Why the trial failed, read in the contract's order: the
+// result's own status, an out-of-memory message, the exit status, no result,
+// no usable throughput. Nullopt when it measured.
+std::optional<Outcome> external_failure(const ExternalRun& run, const TrialContext& ctx,
+                                        const std::optional<json>& result, bool after_result) {
+  const auto fail = [](Status s, std::string why) { return Outcome::failure(s, std::move(why)); };
   std::optional<Status> reported;
   if (result && result->contains("status")) {
     const json& st = (*result)["status"];
@@ -174,7 +155,38 @@ Outcome Workload::interpret(const ExternalRun& run, const TrialContext& ctx) con
   const double tp = (*result)["throughput"].get<double>();
   if (!std::isfinite(tp) || tp < 0)
     return fail(Status::error, fmt::format("the result's throughput {} is not a finite number >= 0", tp));
-  Outcome o = Outcome::success(tp);
+  return std::nullopt;
+}
+
+}  // namespace
+
+Outcome Workload::interpret(const ExternalRun& run, const TrialContext& ctx) const {
+  const std::optional<json> printed = printed_before_timeout(run);
+  const bool after_result = run.stopped_after_result || printed.has_value();
+  if (!printed) {
+    if (auto o = classify_termination(run)) {
+      if (o->status != Status::timeout) o->reason += stderr_said(run) + output_tails(run, ctx.log_dir);
+      return *o;
+    }
+  }
+
+  std::optional<json> result = printed;
+  if (!result && run.result) {
+    result = parse_object(*run.result);
+    if (!result)
+      return Outcome::failure(Status::error, "the result file is not a JSON object: " +
+                                                 tail_for_reason(*run.result, 500) + output_tails(run, ctx.log_dir));
+  } else if (!result) {
+    result = last_json_line(run.stdout_tail);
+  }
+
+  std::map<std::string, double> metrics;
+  if (result) collect_metrics(*result, metrics);
+  if (auto failed = external_failure(run, ctx, result, after_result)) {
+    failed->metrics = std::move(metrics);
+    return *failed;
+  }
+  Outcome o = Outcome::success((*result)["throughput"].get<double>());
   o.metrics = std::move(metrics);
   // The knobs the job says it ignored ("pin_memory, precision"): explain puts them back unmeasured.
   if (result->contains("ignored") && (*result)["ignored"].is_string())

@@ -135,6 +135,8 @@ bool precise_enough(const double* rates, std::size_t n, const MeasureConfig& c) 
   return m >= static_cast<std::size_t>(std::max(3, c.fewest_windows)) && ci90(rates + first, m) <= c.target_ci90;
 }
 
+// One function on purpose: warm-up, windows and summary share the clock, the
+// windows and the result, and the stop rule's order of checks reads best whole.
 MeasureResult measure_steps(const MeasureConfig& c, const std::function<StepResult()>& step,
                             const SecondsClock& clock, const SecondsClock& cpu_clock) {
   MeasureResult r;

@@ -214,11 +214,14 @@ void GaussianProcess::clamp_theta(Eigen::VectorXd& t, const FitOptions& o) const
   t[m_groups + 1] = std::clamp(t[m_groups + 1], std::log(o.min_noise), std::log(o.max_noise));
 }
 
-bool GaussianProcess::fit(std::mt19937_64& rng, const FitOptions& o) {
-  const auto dim = static_cast<unsigned>(m_groups + 2);
-  if (!o.optimise && m_have_optimum && m_theta.size() == static_cast<Eigen::Index>(dim) && condition()) return true;
-  std::vector<double> lower(dim), upper(dim);
-  for (int i = 0; i < m_groups; ++i) {
+namespace {
+
+// The box L-BFGS searches: log length scales, log signal, log noise.
+void theta_bounds(int groups, const FitOptions& o, std::vector<double>& lower, std::vector<double>& upper) {
+  const auto dim = static_cast<unsigned>(groups + 2);
+  lower.assign(dim, 0.0);
+  upper.assign(dim, 0.0);
+  for (int i = 0; i < groups; ++i) {
     lower[static_cast<std::size_t>(i)] = std::log(o.min_length_scale);
     upper[static_cast<std::size_t>(i)] = std::log(o.max_length_scale);
   }
@@ -226,31 +229,48 @@ bool GaussianProcess::fit(std::mt19937_64& rng, const FitOptions& o) {
   upper[dim - 2] = std::log(o.max_signal);
   lower[dim - 1] = std::log(o.min_noise);
   upper[dim - 1] = std::log(o.max_noise);
+}
 
+// Where L-BFGS starts: the previous optimum if any, the default starts, then
+// o.random_starts draws from rng.
+std::vector<Eigen::VectorXd> fit_starts(int groups, const Eigen::VectorXd* previous, const FitOptions& o,
+                                        std::mt19937_64& rng) {
+  const Eigen::Index dim = groups + 2;
   std::vector<Eigen::VectorXd> starts;
-  const Eigen::VectorXd previous = m_theta;
-  if (m_have_optimum) starts.push_back(m_theta);
+  if (previous) starts.push_back(*previous);
   Eigen::VectorXd mode(dim);
-  mode.head(m_groups).setConstant(length_scale_prior_mean(m_groups));
-  mode[m_groups] = kSignalPriorMean;
-  mode[m_groups + 1] = std::log(1e-2);
-  if (o.default_starts || !m_have_optimum) starts.push_back(mode);
+  mode.head(groups).setConstant(length_scale_prior_mean(groups));
+  mode[groups] = kSignalPriorMean;
+  mode[groups + 1] = std::log(1e-2);
+  if (o.default_starts || !previous) starts.push_back(mode);
   // A wiggly, nearly noise-free start: the prior mode alone often settles in
   // the "everything is noise" basin on small data.
   Eigen::VectorXd wiggly(dim);
-  wiggly.head(m_groups).setConstant(std::log(0.4));
-  wiggly[m_groups] = 0.0;
-  wiggly[m_groups + 1] = std::log(1e-4);
-  if (o.default_starts || !m_have_optimum) starts.push_back(wiggly);
+  wiggly.head(groups).setConstant(std::log(0.4));
+  wiggly[groups] = 0.0;
+  wiggly[groups + 1] = std::log(1e-4);
+  if (o.default_starts || !previous) starts.push_back(wiggly);
   std::normal_distribution<double> normal(0.0, 1.0);
   for (int s = 0; s < o.random_starts; ++s) {
     Eigen::VectorXd t(dim);
-    for (int i = 0; i < m_groups; ++i)
-      t[i] = length_scale_prior_mean(m_groups) - 1.0 + kLsPriorSigma * 0.7 * normal(rng);
-    t[m_groups] = 0.5 * normal(rng);
-    t[m_groups + 1] = std::log(1e-2) + normal(rng);
+    for (int i = 0; i < groups; ++i)
+      t[i] = length_scale_prior_mean(groups) - 1.0 + kLsPriorSigma * 0.7 * normal(rng);
+    t[groups] = 0.5 * normal(rng);
+    t[groups + 1] = std::log(1e-2) + normal(rng);
     starts.push_back(t);
   }
+  return starts;
+}
+
+}  // namespace
+
+bool GaussianProcess::fit(std::mt19937_64& rng, const FitOptions& o) {
+  const auto dim = static_cast<unsigned>(m_groups + 2);
+  if (!o.optimise && m_have_optimum && m_theta.size() == static_cast<Eigen::Index>(dim) && condition()) return true;
+  std::vector<double> lower, upper;
+  theta_bounds(m_groups, o, lower, upper);
+  const Eigen::VectorXd previous = m_theta;
+  std::vector<Eigen::VectorXd> starts = fit_starts(m_groups, m_have_optimum ? &m_theta : nullptr, o, rng);
 
   ObjectiveData data{this};
   Eigen::VectorXd best_theta;

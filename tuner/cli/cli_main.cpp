@@ -77,6 +77,88 @@ void report_parse_error(const CLI::App& app, const CLI::ParseError& e) {
   std::cerr << "autotune: see " << (&where == &app ? "autotune --help" : "autotune help " + where.get_name()) << "\n";
 }
 
+// The commands' actions and what the command line sets, bound by CLI11.
+struct CommandActions {
+  std::function<int()> tune, validate, sweep, compare, trial, report;
+  CLI::App *validate_app = nullptr, *sweep_app = nullptr, *compare_app = nullptr, *trial_app = nullptr,
+           *report_app = nullptr, *help_app = nullptr;
+  bool python_path = false;
+  std::string topic;  // of `autotune help TOPIC`
+};
+
+void add_commands(CLI::App& app, CommandActions& c) {
+  c.tune = add_tune_options(app);
+  c.validate_app = app.add_subcommand("validate", "check a space.yaml and print the resolved space");
+  c.validate = add_validate_command(*c.validate_app);
+  c.sweep_app = app.add_subcommand("sweep", "measure every valid configuration and write a replay table (CSV)");
+  c.sweep = add_sweep_command(*c.sweep_app);
+  c.compare_app = app.add_subcommand("compare", "run strategies x seeds on one workload; CSV, summary table, plots");
+  c.compare = add_compare_command(*c.compare_app);
+  c.trial_app = app.add_subcommand("trial", "measure one configuration in this process; prints its outcome as JSON");
+  c.trial = add_trial_command(*c.trial_app);
+  c.report_app = app.add_subcommand("report", "a run's journal as one HTML page (plots, failures, trials) or --text");
+  c.report = add_report_command(*c.report_app);
+  app.add_flag("--python-path", c.python_path,
+               "print the folder of the autotune_trial helper, to put on PYTHONPATH when you run your script by hand");
+  c.help_app = app.add_subcommand("help", "show the help of autotune or of one command (autotune help validate)");
+  c.help_app->add_option("command", c.topic, "the command whose help to show");
+}
+
+int print_python_path() {
+  const std::filesystem::path dir = trial_helper_dir();
+  if (dir.empty()) {
+    std::cerr << "autotune: the autotune_trial helper is not beside this binary (python/ or "
+                 "../share/autotune/python): rebuild or reinstall autotune\n";
+    return kExitFailure;
+  }
+  std::cout << dir.string() << "\n";
+  return kExitOk;
+}
+
+int show_help_topic(const CLI::App& app, const std::string& topic) {
+  if (topic.empty()) {  // app.help() would show the selected subcommand's: help's own
+    std::cout << app.get_formatter()->make_help(&app, "autotune", CLI::AppFormatMode::Normal);
+    return kExitOk;
+  }
+  const std::vector<std::string> names = command_names(app);
+  if (std::find(names.begin(), names.end(), topic) != names.end()) {
+    std::cout << app.get_subcommand(topic)->help();
+    return kExitOk;
+  }
+  const std::string hint = did_you_mean(topic, names);
+  std::cerr << "autotune help: no command '" << topic << "'" << (hint.empty() ? "" : "; " + hint) << "\n";
+  return kExitBadInput;
+}
+
+// A failure of the tool itself that no subcommand turned into a value ends
+// here: one line, its own status, never a signal.
+int run_chosen_command(const CLI::App& app, const CommandActions& c) {
+  try {
+    if (c.validate_app->parsed()) return c.validate();
+    if (c.sweep_app->parsed()) return c.sweep();
+    if (c.trial_app->parsed()) return c.trial();
+    if (c.compare_app->parsed()) return c.compare();
+    if (c.report_app->parsed()) return c.report();
+    // `autotune valdate x.yaml` reads as a config named `valdate`: a word
+    // that is no file but nearly a command is the command mistyped.
+    if (const auto* config = app.get_option("config"); config->count() > 0) {
+      const std::string given = config->as<std::string>();
+      std::error_code ec;
+      if (!std::filesystem::exists(given, ec) && given.find_first_of("./") == std::string::npos)
+        if (const std::string hint = did_you_mean(given, command_names(app)); !hint.empty()) {
+          std::cerr << "autotune: no file or command '" << given << "'; " << hint << "\n";
+          return kExitBadInput;
+        }
+    }
+    return c.tune();
+  } catch (const std::exception& e) {
+    std::cerr << "autotune: failed: " << e.what() << "\n";
+  } catch (...) {
+    std::cerr << "autotune: failed: an unknown exception\n";
+  }
+  return kExitToolFailure;
+}
+
 }  // namespace
 
 int cli_main(int argc, char** argv) {
@@ -93,23 +175,8 @@ int cli_main(int argc, char** argv) {
   app.set_version_flag("--version", "autotune 0.1.0");
   app.require_subcommand(0, 1);
   app.footer(kFooter);
-  auto tune = add_tune_options(app);
-  auto* validate = app.add_subcommand("validate", "check a space.yaml and print the resolved space");
-  auto run_validate = add_validate_command(*validate);
-  auto* sweep = app.add_subcommand("sweep", "measure every valid configuration and write a replay table (CSV)");
-  auto run_sweep = add_sweep_command(*sweep);
-  auto* compare = app.add_subcommand("compare", "run strategies x seeds on one workload; CSV, summary table, plots");
-  auto run_compare_cmd = add_compare_command(*compare);
-  auto* trial = app.add_subcommand("trial", "measure one configuration in this process; prints its outcome as JSON");
-  auto run_trial = add_trial_command(*trial);
-  auto* report = app.add_subcommand("report", "a run's journal as one HTML page (plots, failures, trials) or --text");
-  auto run_report = add_report_command(*report);
-  bool python_path = false;
-  app.add_flag("--python-path", python_path,
-               "print the folder of the autotune_trial helper, to put on PYTHONPATH when you run your script by hand");
-  auto* help = app.add_subcommand("help", "show the help of autotune or of one command (autotune help validate)");
-  std::string topic;
-  help->add_option("command", topic, "the command whose help to show");
+  CommandActions c;
+  add_commands(app, c);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -122,56 +189,9 @@ int cli_main(int argc, char** argv) {
     report_parse_error(app, e);
     return kExitBadInput;
   }
-  if (python_path) {
-    const std::filesystem::path dir = trial_helper_dir();
-    if (dir.empty()) {
-      std::cerr << "autotune: the autotune_trial helper is not beside this binary (python/ or "
-                   "../share/autotune/python): rebuild or reinstall autotune\n";
-      return kExitFailure;
-    }
-    std::cout << dir.string() << "\n";
-    return kExitOk;
-  }
-  if (help->parsed()) {
-    if (topic.empty()) {  // app.help() would show the selected subcommand's: help's own
-      std::cout << app.get_formatter()->make_help(&app, "autotune", CLI::AppFormatMode::Normal);
-      return kExitOk;
-    }
-    const std::vector<std::string> names = command_names(app);
-    if (std::find(names.begin(), names.end(), topic) != names.end()) {
-      std::cout << app.get_subcommand(topic)->help();
-      return kExitOk;
-    }
-    const std::string hint = did_you_mean(topic, names);
-    std::cerr << "autotune help: no command '" << topic << "'" << (hint.empty() ? "" : "; " + hint) << "\n";
-    return kExitBadInput;
-  }
-  // A failure of the tool itself that no subcommand turned into a value ends
-  // here: one line, its own status, never a signal.
-  try {
-    if (validate->parsed()) return run_validate();
-    if (sweep->parsed()) return run_sweep();
-    if (trial->parsed()) return run_trial();
-    if (compare->parsed()) return run_compare_cmd();
-    if (report->parsed()) return run_report();
-    // `autotune valdate x.yaml` reads as a config named `valdate`: a word
-    // that is no file but nearly a command is the command mistyped.
-    if (const auto* config = app.get_option("config"); config->count() > 0) {
-      const std::string given = config->as<std::string>();
-      std::error_code ec;
-      if (!std::filesystem::exists(given, ec) && given.find_first_of("./") == std::string::npos)
-        if (const std::string hint = did_you_mean(given, command_names(app)); !hint.empty()) {
-          std::cerr << "autotune: no file or command '" << given << "'; " << hint << "\n";
-          return kExitBadInput;
-        }
-    }
-    return tune();
-  } catch (const std::exception& e) {
-    std::cerr << "autotune: failed: " << e.what() << "\n";
-  } catch (...) {
-    std::cerr << "autotune: failed: an unknown exception\n";
-  }
-  return kExitToolFailure;
+  if (c.python_path) return print_python_path();
+  if (c.help_app->parsed()) return show_help_topic(app, c.topic);
+  return run_chosen_command(app, c);
 }
 
 }  // namespace autotune

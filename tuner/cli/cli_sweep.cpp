@@ -68,16 +68,99 @@ class RowWriter final : public TrialObserver {
   int m_total, m_finished = 0;
 };
 
+struct SweepArgs {
+  std::string config, out;
+  int repeats = 1;
+  std::size_t limit = 0;
+  bool fresh = false;
+};
+
+// An earlier sweep's rows are measurements: never written over. False when
+// they are there and --fresh was not given (said on stderr).
+bool set_earlier_sweep_aside(const SweepArgs& args, const std::string& partial) {
+  if (!std::filesystem::exists(args.out) && !std::filesystem::exists(partial)) return true;
+  if (!args.fresh) {
+    std::cerr << fmt::format("sweep: {} already holds an earlier sweep's rows; nothing was started.\n"
+                             "  write elsewhere with --out, or keep it aside and start afresh:\n  {}\n",
+                             std::filesystem::exists(args.out) ? args.out : partial,
+                             command_line_with("--fresh", {"--fresh"}));
+    return false;
+  }
+  for (const auto& [from, to] : set_aside({args.out, partial}))
+    std::cerr << fmt::format("sweep: kept the earlier {} as {}\n", from.filename().string(), to.string());
+  return true;
+}
+
+int run_sweep_command(const SweepArgs& args) {
+  auto spec = load_spec_or_report(args.config);
+  if (!spec) return kExitBadInput;
+  auto all = spec->space.enumerate();
+  if (!all) {
+    std::cerr << "sweep: the space is too large to enumerate; narrow it\n";
+    return kExitBadInput;
+  }
+  auto workload = make_workload_or_report(*spec);
+  if (!workload) return kExitBadInput;
+  auto executor = make_executor_or_report(*spec, *workload, "sweep");
+  if (!executor) return kExitBadInput;
+  TrialSettings settings = trial_settings(*spec);
+  settings.log_root.clear();
+  Scheduler scheduler(*executor, settings);
+  install_interrupt_handler();
+
+  const std::string partial = args.out + ".partial";
+  if (!set_earlier_sweep_aside(args, partial)) return kExitBadInput;
+  std::FILE* f = std::fopen(partial.c_str(), "w");
+  if (!f) {
+    std::cerr << "sweep: cannot write " << partial << "\n";
+    return kExitFailure;
+  }
+  const std::size_t n = args.limit > 0 ? std::min(args.limit, all->size()) : all->size();
+  // Metrics columns are fixed by the first measurement that reports them;
+  // the set is written as the header before any row.
+  std::vector<std::string> header;
+  for (const auto& p : spec->space.params()) header.push_back(p.name);
+  const std::vector<std::string> metric_cols = {"throughput_rsd", "gpu_busy",        "compute_busy",
+                                                "vram_bytes",     "ram_bytes",       "warmup_seconds",
+                                                "measure_seconds", "data_wait_fraction", "starved_share",
+                                                "warmup_ahead",   "seconds"};
+  header.push_back("status");
+  header.push_back("throughput");
+  for (const auto& m : metric_cols) header.push_back(m);
+  write_csv_row(f, header);
+  std::fflush(f);
+
+  // Trial k (1-based) is configuration (k-1) / repeats of the grid.
+  const int total = static_cast<int>(n) * args.repeats;
+  GridSource grid(*all, args.repeats, total);
+  RowWriter rows(f, partial, metric_cols, total);
+  Driver driver(scheduler, spec->space, {&rows});
+  std::string failure;
+  try {
+    driver.run(grid);
+  } catch (const std::exception& e) {
+    failure = e.what();
+  }
+  const int cut = driver.cut_short();
+  std::fclose(f);
+  if (!failure.empty()) {
+    std::cerr << "sweep: stopped: " << failure << "; the rows written before are kept\n";
+    return kExitToolFailure;
+  }
+  if (interrupted()) {
+    std::cerr << "sweep: interrupted; the rows measured so far are in " << partial
+              << (cut > 0 ? fmt::format(" ({} trial{} cut short left out)", cut, cut == 1 ? "" : "s") : "") << "\n";
+    return kExitInterrupted;
+  }
+  std::filesystem::rename(partial, args.out);
+  std::cerr << "sweep: wrote " << args.out << "\n";
+  return kExitOk;
+}
+
 }  // namespace
 
 std::function<int()> add_sweep_command(CLI::App& app) {
-  struct Args {
-    std::string config, out;
-    int repeats = 1;
-    std::size_t limit = 0;
-    bool fresh = false;
-  };
-  auto args = std::make_shared<Args>();
+  auto args = std::make_shared<SweepArgs>();
   app.add_option("config,--config,-c", args->config, "the space.yaml whose space and workload to sweep")->required();
   app.add_option("--out,-o", args->out, "the CSV to write")->required();
   app.add_option("--repeats", args->repeats, "measurements per configuration (rows per configuration)")
@@ -85,82 +168,7 @@ std::function<int()> add_sweep_command(CLI::App& app) {
   app.add_option("--limit", args->limit, "stop after this many configurations (0: all)");
   app.add_flag("--fresh", args->fresh,
                "when the CSV (or a stopped sweep's CSV.partial) exists, move it aside (NAME-1...) instead of refusing");
-  return [args]() -> int {
-    auto spec = load_spec_or_report(args->config);
-    if (!spec) return kExitBadInput;
-    auto all = spec->space.enumerate();
-    if (!all) {
-      std::cerr << "sweep: the space is too large to enumerate; narrow it\n";
-      return kExitBadInput;
-    }
-    auto workload = make_workload_or_report(*spec);
-    if (!workload) return kExitBadInput;
-    auto executor = make_executor_or_report(*spec, *workload, "sweep");
-    if (!executor) return kExitBadInput;
-    TrialSettings settings = trial_settings(*spec);
-    settings.log_root.clear();
-    Scheduler scheduler(*executor, settings);
-    install_interrupt_handler();
-
-    const std::string partial = args->out + ".partial";
-    // An earlier sweep's rows are measurements: never written over.
-    if (std::filesystem::exists(args->out) || std::filesystem::exists(partial)) {
-      if (!args->fresh) {
-        std::cerr << fmt::format("sweep: {} already holds an earlier sweep's rows; nothing was started.\n"
-                                 "  write elsewhere with --out, or keep it aside and start afresh:\n  {}\n",
-                                 std::filesystem::exists(args->out) ? args->out : partial,
-                                 command_line_with("--fresh", {"--fresh"}));
-        return kExitBadInput;
-      }
-      for (const auto& [from, to] : set_aside({args->out, partial}))
-        std::cerr << fmt::format("sweep: kept the earlier {} as {}\n", from.filename().string(), to.string());
-    }
-    std::FILE* f = std::fopen(partial.c_str(), "w");
-    if (!f) {
-      std::cerr << "sweep: cannot write " << partial << "\n";
-      return kExitFailure;
-    }
-    const std::size_t n = args->limit > 0 ? std::min(args->limit, all->size()) : all->size();
-    // Metrics columns are fixed by the first measurement that reports them;
-    // the set is written as the header before any row.
-    std::vector<std::string> header;
-    for (const auto& p : spec->space.params()) header.push_back(p.name);
-    const std::vector<std::string> metric_cols = {"throughput_rsd", "gpu_busy",        "compute_busy",
-                                                  "vram_bytes",     "ram_bytes",       "warmup_seconds",
-                                                  "measure_seconds", "data_wait_fraction", "starved_share",
-                                                  "warmup_ahead",   "seconds"};
-    header.push_back("status");
-    header.push_back("throughput");
-    for (const auto& m : metric_cols) header.push_back(m);
-    write_csv_row(f, header);
-    std::fflush(f);
-
-    // Trial k (1-based) is configuration (k-1) / repeats of the grid.
-    const int total = static_cast<int>(n) * args->repeats;
-    GridSource grid(*all, args->repeats, total);
-    RowWriter rows(f, partial, metric_cols, total);
-    Driver driver(scheduler, spec->space, {&rows});
-    std::string failure;
-    try {
-      driver.run(grid);
-    } catch (const std::exception& e) {
-      failure = e.what();
-    }
-    const int cut = driver.cut_short();
-    std::fclose(f);
-    if (!failure.empty()) {
-      std::cerr << "sweep: stopped: " << failure << "; the rows written before are kept\n";
-      return kExitToolFailure;
-    }
-    if (interrupted()) {
-      std::cerr << "sweep: interrupted; the rows measured so far are in " << partial
-                << (cut > 0 ? fmt::format(" ({} trial{} cut short left out)", cut, cut == 1 ? "" : "s") : "") << "\n";
-      return kExitInterrupted;
-    }
-    std::filesystem::rename(partial, args->out);
-    std::cerr << "sweep: wrote " << args->out << "\n";
-    return kExitOk;
-  };
+  return [args] { return run_sweep_command(*args); };
 }
 
 }  // namespace autotune

@@ -126,21 +126,8 @@ void emit_exports(YAML::Emitter& e, const Assignment& best, const Assignment* ba
   e << YAML::EndMap;
 }
 
-}  // namespace
-
-std::string render_tuned_yaml(const Spec& spec, const Study& r) {
-  std::map<Status, int> counts;
-  for (const auto& t : r.trials) ++counts[t.outcome.status];
-
-  YAML::Emitter e;
-  e.SetDoublePrecision(7);
-  e << YAML::Comment("autotune: the fastest feasible configuration measured");
-  e << YAML::BeginMap;
-  std::optional<Assignment> best;
-  const std::optional<Assignment> baseline_config =
-      r.baseline ? std::optional<Assignment>(spec.space.to_assignment(r.baseline->config)) : std::nullopt;
-  if (r.best && r.best_outcome) {
-    best = spec.space.to_assignment(*r.best);
+void emit_best(YAML::Emitter& e, const std::optional<Assignment>& best, const Study& r) {
+  if (best) {
     e << YAML::Key << "best" << YAML::Value;
     emit_assignment(e, *best);
     e << YAML::Key << "metrics" << YAML::Value << YAML::Flow;
@@ -149,120 +136,122 @@ std::string render_tuned_yaml(const Spec& spec, const Study& r) {
     e << YAML::Key << "best" << YAML::Value << YAML::Null;
     e << YAML::Key << "metrics" << YAML::Value << YAML::Null;
   }
-  if (r.baseline) {
-    e << YAML::Key << "baseline" << YAML::Value << YAML::BeginMap;
-    e << YAML::Key << "config" << YAML::Value;
-    emit_assignment(e, *baseline_config);
-    e << YAML::Key << "status" << YAML::Value << std::string(to_string(r.baseline->outcome.status));
-    if (r.baseline->outcome.ok()) {
-      e << YAML::Key << "throughput" << YAML::Value << round_sig(r.baseline->outcome.throughput, 6);
-      if (const auto x = r.speedup()) {
-        e << YAML::Key << "speedup" << YAML::Value << round_sig(x->ratio, 4);
-        // search.remeasure: the figures behind it, measured side by side.
-        if (x->remeasured)
-          e << YAML::Key << "remeasured" << YAML::Value << YAML::Flow << YAML::BeginMap << YAML::Key << "answer"
-            << YAML::Value << round_sig(x->answer, 6) << YAML::Key << "baseline" << YAML::Value
-            << round_sig(x->baseline, 6) << YAML::Key << "runs" << YAML::Value << x->runs << YAML::EndMap;
-      }
+}
+
+void emit_baseline(YAML::Emitter& e, const Assignment& config, const Study& r) {
+  e << YAML::Key << "baseline" << YAML::Value << YAML::BeginMap;
+  e << YAML::Key << "config" << YAML::Value;
+  emit_assignment(e, config);
+  e << YAML::Key << "status" << YAML::Value << std::string(to_string(r.baseline->outcome.status));
+  if (r.baseline->outcome.ok()) {
+    e << YAML::Key << "throughput" << YAML::Value << round_sig(r.baseline->outcome.throughput, 6);
+    if (const auto x = r.speedup()) {
+      e << YAML::Key << "speedup" << YAML::Value << round_sig(x->ratio, 4);
+      // search.remeasure: the figures behind it, measured side by side.
+      if (x->remeasured)
+        e << YAML::Key << "remeasured" << YAML::Value << YAML::Flow << YAML::BeginMap << YAML::Key << "answer"
+          << YAML::Value << round_sig(x->answer, 6) << YAML::Key << "baseline" << YAML::Value
+          << round_sig(x->baseline, 6) << YAML::Key << "runs" << YAML::Value << x->runs << YAML::EndMap;
     }
+  }
+  e << YAML::EndMap;
+}
+
+// What each knob the answer moved is worth (tuner/record/explain.hpp).
+void emit_knobs(YAML::Emitter& e, const std::vector<KnobRow>& knobs) {
+  if (knobs.empty()) return;
+  e << YAML::Key << "knobs" << YAML::Value << YAML::BeginSeq;
+  for (const KnobRow& k : knobs) {
+    e << YAML::Flow << YAML::BeginMap;
+    e << YAML::Key << "knob" << YAML::Value << k.knob;
+    e << YAML::Key << "baseline" << YAML::Value << k.baseline;
+    e << YAML::Key << "best" << YAML::Value << k.best;
+    if (k.worth) e << YAML::Key << "worth" << YAML::Value << round_sig(*k.worth, 4);
+    e << YAML::Key << "kept_at_baseline" << YAML::Value << k.put_back;
+    if (!k.note.empty()) e << YAML::Key << "note" << YAML::Value << k.note;
     e << YAML::EndMap;
   }
-  // What each knob the answer moved is worth (tuner/record/explain.hpp).
-  if (!r.knobs.empty()) {
-    e << YAML::Key << "knobs" << YAML::Value << YAML::BeginSeq;
-    for (const KnobRow& k : r.knobs) {
-      e << YAML::Flow << YAML::BeginMap;
-      e << YAML::Key << "knob" << YAML::Value << k.knob;
-      e << YAML::Key << "baseline" << YAML::Value << k.baseline;
-      e << YAML::Key << "best" << YAML::Value << k.best;
-      if (k.worth) e << YAML::Key << "worth" << YAML::Value << round_sig(*k.worth, 4);
-      e << YAML::Key << "kept_at_baseline" << YAML::Value << k.put_back;
-      if (!k.note.empty()) e << YAML::Key << "note" << YAML::Value << k.note;
-      e << YAML::EndMap;
-    }
+  e << YAML::EndSeq;
+}
+
+// What the answer changes of the training itself (tuner/record/same_training.hpp).
+void emit_same_training(YAML::Emitter& e, const Spec& spec, const Study& r) {
+  const auto change = training_change(spec, r);
+  if (!change) return;
+  const TrainingChange& c = *change;
+  if (!c.batch_after && !c.precision_after) return;
+  e << YAML::Key << "same_training" << YAML::Value << YAML::BeginMap;
+  if (c.batch_before && c.batch_after) {
+    e << YAML::Key << "effective_batch" << YAML::Value << YAML::Flow << YAML::BeginMap;
+    e << YAML::Key << "baseline" << YAML::Value << *c.batch_before;
+    e << YAML::Key << "best" << YAML::Value << *c.batch_after;
+    e << YAML::Key << "pinned" << YAML::Value << c.pinned;
+    if (c.ranks > 1) e << YAML::Key << "ranks" << YAML::Value << c.ranks;
+    e << YAML::EndMap;
+  }
+  if (c.precision_before && c.precision_after) {
+    e << YAML::Key << "precision" << YAML::Value << YAML::Flow << YAML::BeginMap;
+    e << YAML::Key << "baseline" << YAML::Value << *c.precision_before;
+    e << YAML::Key << "best" << YAML::Value << *c.precision_after << YAML::EndMap;
+  }
+  const auto lines = describe(c);
+  if (!lines.empty()) {
+    e << YAML::Key << "notes" << YAML::Value << YAML::BeginSeq;
+    for (const auto& l : lines) e << l;
     e << YAML::EndSeq;
   }
-  // What the answer changes of the training itself (tuner/record/same_training.hpp).
-  if (const auto change = training_change(spec, r)) {
-    const TrainingChange& c = *change;
-    if (c.batch_after || c.precision_after) {
-      e << YAML::Key << "same_training" << YAML::Value << YAML::BeginMap;
-      if (c.batch_before && c.batch_after) {
-        e << YAML::Key << "effective_batch" << YAML::Value << YAML::Flow << YAML::BeginMap;
-        e << YAML::Key << "baseline" << YAML::Value << *c.batch_before;
-        e << YAML::Key << "best" << YAML::Value << *c.batch_after;
-        e << YAML::Key << "pinned" << YAML::Value << c.pinned;
-        if (c.ranks > 1) e << YAML::Key << "ranks" << YAML::Value << c.ranks;
-        e << YAML::EndMap;
-      }
-      if (c.precision_before && c.precision_after) {
-        e << YAML::Key << "precision" << YAML::Value << YAML::Flow << YAML::BeginMap;
-        e << YAML::Key << "baseline" << YAML::Value << *c.precision_before;
-        e << YAML::Key << "best" << YAML::Value << *c.precision_after << YAML::EndMap;
-      }
-      const auto lines = describe(c);
-      if (!lines.empty()) {
-        e << YAML::Key << "notes" << YAML::Value << YAML::BeginSeq;
-        for (const auto& l : lines) e << l;
-        e << YAML::EndSeq;
-      }
-      e << YAML::EndMap;
-    }
-  }
-  // Where the time went for the baseline and the answer, and what moved.
-  const auto split_of = [&](const char* key, const TimeSplit& s) {
-    e << YAML::Key << key << YAML::Value << YAML::Flow << YAML::BeginMap;
-    e << YAML::Key << "data_wait" << YAML::Value << round_sig(*s.data_wait, 3);
-    e << YAML::Key << "compute" << YAML::Value << round_sig(*s.compute, 3);
-    if (s.device_busy) e << YAML::Key << "device_busy" << YAML::Value << round_sig(*s.device_busy, 3);
-    e << YAML::Key << "bound" << YAML::Value << s.bound();
-    e << YAML::EndMap;
-  };
+  e << YAML::EndMap;
+}
+
+void emit_split(YAML::Emitter& e, const char* key, const TimeSplit& s) {
+  e << YAML::Key << key << YAML::Value << YAML::Flow << YAML::BeginMap;
+  e << YAML::Key << "data_wait" << YAML::Value << round_sig(*s.data_wait, 3);
+  e << YAML::Key << "compute" << YAML::Value << round_sig(*s.compute, 3);
+  if (s.device_busy) e << YAML::Key << "device_busy" << YAML::Value << round_sig(*s.device_busy, 3);
+  e << YAML::Key << "bound" << YAML::Value << s.bound();
+  e << YAML::EndMap;
+}
+
+// Where the time went for the baseline and the answer, and what moved.
+void emit_time_split(YAML::Emitter& e, const Study& r) {
   const std::optional<TimeSplit> after =
       r.best_outcome ? std::optional<TimeSplit>(time_split(*r.best_outcome)) : std::nullopt;
   const std::optional<TimeSplit> before = r.baseline && r.baseline->outcome.ok()
                                               ? std::optional<TimeSplit>(time_split(r.baseline->outcome))
                                               : std::nullopt;
-  if ((after && after->known()) || (before && before->known())) {
-    e << YAML::Key << "time_split" << YAML::Value << YAML::BeginMap;
-    if (before && before->known()) split_of("baseline", *before);
-    if (after && after->known()) split_of("best", *after);
-    if (before && after && before->known() && after->known())
-      e << YAML::Key << "why" << YAML::Value << explain_speedup(*before, *after);
-    e << YAML::EndMap;
-  }
-  if (!r.confirmed.empty()) {
-    // Each re-measured candidate: all its throughputs (the search trial's
-    // first), their mean, or the status that ruled it out.
-    e << YAML::Key << "confirm" << YAML::Value << YAML::BeginSeq;
-    for (const ConfirmRow& row : r.confirmed) {
-      e << YAML::Flow << YAML::BeginMap;
-      e << YAML::Key << "config" << YAML::Value;
-      emit_assignment(e, spec.space.to_assignment(row.config));
-      e << YAML::Key << "throughputs" << YAML::Value << YAML::Flow << YAML::BeginSeq;
-      for (const Outcome& o : row.measurements) {
-        if (o.ok()) e << round_sig(o.throughput, 6);
-        else e << std::string(to_string(o.status));
-      }
-      e << YAML::EndSeq;
-      if (row.all_ok) e << YAML::Key << "mean" << YAML::Value << round_sig(row.mean, 6);
-      e << YAML::Key << "chosen" << YAML::Value << row.chosen;
-      e << YAML::EndMap;
+  if (!(after && after->known()) && !(before && before->known())) return;
+  e << YAML::Key << "time_split" << YAML::Value << YAML::BeginMap;
+  if (before && before->known()) emit_split(e, "baseline", *before);
+  if (after && after->known()) emit_split(e, "best", *after);
+  if (before && after && before->known() && after->known())
+    e << YAML::Key << "why" << YAML::Value << explain_speedup(*before, *after);
+  e << YAML::EndMap;
+}
+
+// Each re-measured candidate: all its throughputs (the search trial's
+// first), their mean, or the status that ruled it out.
+void emit_confirm(YAML::Emitter& e, const Spec& spec, const std::vector<ConfirmRow>& confirmed) {
+  if (confirmed.empty()) return;
+  e << YAML::Key << "confirm" << YAML::Value << YAML::BeginSeq;
+  for (const ConfirmRow& row : confirmed) {
+    e << YAML::Flow << YAML::BeginMap;
+    e << YAML::Key << "config" << YAML::Value;
+    emit_assignment(e, spec.space.to_assignment(row.config));
+    e << YAML::Key << "throughputs" << YAML::Value << YAML::Flow << YAML::BeginSeq;
+    for (const Outcome& o : row.measurements) {
+      if (o.ok()) e << round_sig(o.throughput, 6);
+      else e << std::string(to_string(o.status));
     }
     e << YAML::EndSeq;
+    if (row.all_ok) e << YAML::Key << "mean" << YAML::Value << round_sig(row.mean, 6);
+    e << YAML::Key << "chosen" << YAML::Value << row.chosen;
+    e << YAML::EndMap;
   }
-  e << YAML::Key << "search" << YAML::Value << YAML::BeginMap;
-  e << YAML::Key << "strategy" << YAML::Value << spec.search.strategy;
-  e << YAML::Key << "workload" << YAML::Value << spec.workload.kind;
-  e << YAML::Key << "trials" << YAML::Value << static_cast<int>(r.trials.size());
-  for (Status s : kAllStatuses)
-    if (counts[s] > 0 || s == Status::ok) e << YAML::Key << std::string(to_string(s)) << YAML::Value << counts[s];
-  if (!r.confirmations.empty())
-    e << YAML::Key << "confirmations" << YAML::Value << static_cast<int>(r.confirmations.size());
-  e << YAML::Key << "elapsed_s" << YAML::Value << round_sig(r.elapsed_s, 4);
-  e << YAML::Key << "stopped_by" << YAML::Value << std::string(run_end_name(r.stopped_by));
-  if (!r.failure.empty()) e << YAML::Key << "failure" << YAML::Value << r.failure;
-  // Where the minutes went (tuner/record/tuning_time.hpp).
+  e << YAML::EndSeq;
+}
+
+// Where the minutes went (tuner/record/tuning_time.hpp).
+void emit_tuning_time(YAML::Emitter& e, const Study& r) {
   const TuningTime time = tuning_time(r);
   e << YAML::Key << "time" << YAML::Value << YAML::Flow << YAML::BeginMap;
   e << YAML::Key << "startup_s" << YAML::Value << round_sig(time.startup_s, 4);
@@ -274,10 +263,47 @@ std::string render_tuned_yaml(const Spec& spec, const Study& r) {
   e << YAML::Key << "raced_s" << YAML::Value << round_sig(time.raced_s, 4);
   e << YAML::Key << "raced" << YAML::Value << time.raced;
   e << YAML::EndMap;
+}
+
+void emit_search(YAML::Emitter& e, const Spec& spec, const Study& r) {
+  std::map<Status, int> counts;
+  for (const auto& t : r.trials) ++counts[t.outcome.status];
+  e << YAML::Key << "search" << YAML::Value << YAML::BeginMap;
+  e << YAML::Key << "strategy" << YAML::Value << spec.search.strategy;
+  e << YAML::Key << "workload" << YAML::Value << spec.workload.kind;
+  e << YAML::Key << "trials" << YAML::Value << static_cast<int>(r.trials.size());
+  for (Status s : kAllStatuses)
+    if (counts[s] > 0 || s == Status::ok) e << YAML::Key << std::string(to_string(s)) << YAML::Value << counts[s];
+  if (!r.confirmations.empty())
+    e << YAML::Key << "confirmations" << YAML::Value << static_cast<int>(r.confirmations.size());
+  e << YAML::Key << "elapsed_s" << YAML::Value << round_sig(r.elapsed_s, 4);
+  e << YAML::Key << "stopped_by" << YAML::Value << std::string(run_end_name(r.stopped_by));
+  if (!r.failure.empty()) e << YAML::Key << "failure" << YAML::Value << r.failure;
+  emit_tuning_time(e, r);
   e << YAML::Key << "seed" << YAML::Value << spec.search.seed;
   e << YAML::Key << "space_hash" << YAML::Value << spec.space.hash();
   e << YAML::Key << "journal" << YAML::Value << spec.output.journal.string();
   e << YAML::EndMap;
+}
+
+}  // namespace
+
+std::string render_tuned_yaml(const Spec& spec, const Study& r) {
+  YAML::Emitter e;
+  e.SetDoublePrecision(7);
+  e << YAML::Comment("autotune: the fastest feasible configuration measured");
+  e << YAML::BeginMap;
+  const std::optional<Assignment> baseline_config =
+      r.baseline ? std::optional<Assignment>(spec.space.to_assignment(r.baseline->config)) : std::nullopt;
+  const std::optional<Assignment> best =
+      r.best && r.best_outcome ? std::optional<Assignment>(spec.space.to_assignment(*r.best)) : std::nullopt;
+  emit_best(e, best, r);
+  if (r.baseline) emit_baseline(e, *baseline_config, r);
+  emit_knobs(e, r.knobs);
+  emit_same_training(e, spec, r);
+  emit_time_split(e, r);
+  emit_confirm(e, spec, r.confirmed);
+  emit_search(e, spec, r);
   if (best) emit_exports(e, *best, baseline_config ? &*baseline_config : nullptr);
   e << YAML::EndMap;
   return std::string(e.c_str()) + "\n";

@@ -195,87 +195,87 @@ std::optional<OptionValue> read_option(YamlReader& r, const OptionSpec& s, const
   return std::nullopt;
 }
 
-}  // namespace
-
-void read_workload(YamlReader& r, const Entry& e, const SpaceRead& space, const fs::path& base_dir,
-                   WorkloadSpec& w) {
-  if (!r.expect_map(e.value, e.loc, "workload", "a map with kind and its options")) return;
-  // Keys depend on the kind: read them all, check after.
-  Entries keys = r.read_map(e.value, "workload", nullptr);
+// workload.kind: the kind's entry in the catalogue, or nullptr once the
+// error is reported.
+const WorkloadInfo* read_workload_kind(YamlReader& r, const Entry& e, const Entries& keys, WorkloadSpec& w) {
   const Entry* kind_entry = find(keys, "kind");
   std::vector<std::string> kinds = workload_kinds();
   if (std::find(kinds.begin(), kinds.end(), "auto") == kinds.end()) kinds.insert(kinds.begin(), "auto");
-  const WorkloadInfo* info = nullptr;
-  bool ok = true;
   if (!kind_entry) {
     r.fail(e.loc, "workload.kind", "a workload kind (one of " + join(kinds) + ")", "no 'kind' key");
-    ok = false;
-  } else if (auto k = r.get_scalar(kind_entry->value, kind_entry->loc, "workload.kind", "one of " + join(kinds))) {
-    w.requested_kind = *k;
-    w.kind = *k;
-    if (*k == "auto") {
-      // A CUDA device is present when the driver's control node exists.
-      w.kind = cuda_device_present() ? "cuda" : "cpu";
-    }
-    info = find_workload(w.kind);
-    if (!info) {
-      if (*k == "auto")
-        r.fail(kind_entry->loc, "workload.kind", "one of " + join(kinds),
-               fmt::format("'auto', which picked '{}', not built into this binary", w.kind));
-      else
-        r.fail(kind_entry->loc, "workload.kind", "one of " + join(kinds), "unknown kind " + quote(*k),
-               did_you_mean(*k, kinds));
-      ok = false;
-    }
-  } else {
-    ok = false;
+    return nullptr;
   }
+  auto k = r.get_scalar(kind_entry->value, kind_entry->loc, "workload.kind", "one of " + join(kinds));
+  if (!k) return nullptr;
+  w.requested_kind = *k;
+  w.kind = *k;
+  if (*k == "auto") {
+    // A CUDA device is present when the driver's control node exists.
+    w.kind = cuda_device_present() ? "cuda" : "cpu";
+  }
+  const WorkloadInfo* info = find_workload(w.kind);
+  if (!info) {
+    if (*k == "auto")
+      r.fail(kind_entry->loc, "workload.kind", "one of " + join(kinds),
+             fmt::format("'auto', which picked '{}', not built into this binary", w.kind));
+    else
+      r.fail(kind_entry->loc, "workload.kind", "one of " + join(kinds), "unknown kind " + quote(*k),
+             did_you_mean(*k, kinds));
+  }
+  return info;
+}
 
-  std::vector<std::string> allowed = kWorkloadGenericKeys;
-  if (info)
-    for (const auto& o : info->options) allowed.push_back(o.key);
-  for (const auto& k : keys) {
-    const std::string path = child("workload", k.key);
-    if (k.key == "kind") continue;
-    if (k.key == "timeout") {
-      if (auto v = r.get_duration(k.value, k.loc, path)) {
-        if (*v <= 0) {
-          r.fail(k.loc, path, "a duration > 0", quote(k.value.Scalar()));
-          ok = false;
-        } else {
-          w.timeout_s = *v;
-        }
-      } else {
-        ok = false;
-      }
-      continue;
+bool is_generic_workload_key(const std::string& key) {
+  return key == "timeout" || key == "repeats" || key == "isolation";
+}
+
+// timeout, repeats or isolation, the keys of every kind; false once an error
+// is reported.
+bool read_generic_workload_key(YamlReader& r, const Entry& k, const std::string& path, WorkloadSpec& w) {
+  if (k.key == "timeout") {
+    const auto v = r.get_duration(k.value, k.loc, path);
+    if (!v) return false;
+    if (*v <= 0) {
+      r.fail(k.loc, path, "a duration > 0", quote(k.value.Scalar()));
+      return false;
     }
-    if (k.key == "repeats") {
-      if (auto v = r.get_int(k.value, k.loc, path, 1, 1000)) w.repeats = static_cast<int>(*v);
-      else ok = false;
-      continue;
-    }
-    if (k.key == "isolation") {
-      if (auto v = r.get_choice(k.value, k.loc, path, {"process", "inline"}))
-        w.isolation = *v == "inline" ? Isolation::inline_ : Isolation::process;
-      else
-        ok = false;
-      continue;
-    }
-    if (!info) continue;  // options of an unknown kind cannot be checked
-    auto spec = std::find_if(info->options.begin(), info->options.end(),
-                             [&](const OptionSpec& s) { return s.key == k.key; });
-    if (spec == info->options.end()) {
-      r.fail(k.key_loc, path, fmt::format("an option of the {} workload ({})", w.kind, join(allowed)),
-             "unknown key " + quote(k.key), did_you_mean(k.key, allowed));
-      ok = false;
-      continue;
-    }
-    if (auto v = read_option(r, *spec, k, path, base_dir)) w.options.set(k.key, std::move(*v));
-    else ok = false;
+    w.timeout_s = *v;
+    return true;
   }
-  if (!info) return;
-  for (const auto& s : info->options) {
+  if (k.key == "repeats") {
+    const auto v = r.get_int(k.value, k.loc, path, 1, 1000);
+    if (!v) return false;
+    w.repeats = static_cast<int>(*v);
+    return true;
+  }
+  const auto v = r.get_choice(k.value, k.loc, path, {"process", "inline"});
+  if (!v) return false;
+  w.isolation = *v == "inline" ? Isolation::inline_ : Isolation::process;
+  return true;
+}
+
+// One of the kind's own options; false once an error is reported.
+bool read_kind_option(YamlReader& r, const WorkloadInfo& info, const Entry& k, const std::string& path,
+                      const std::vector<std::string>& allowed, const fs::path& base_dir, WorkloadSpec& w) {
+  auto spec = std::find_if(info.options.begin(), info.options.end(),
+                           [&](const OptionSpec& s) { return s.key == k.key; });
+  if (spec == info.options.end()) {
+    r.fail(k.key_loc, path, fmt::format("an option of the {} workload ({})", w.kind, join(allowed)),
+           "unknown key " + quote(k.key), did_you_mean(k.key, allowed));
+    return false;
+  }
+  auto v = read_option(r, *spec, k, path, base_dir);
+  if (!v) return false;
+  w.options.set(k.key, std::move(*v));
+  return true;
+}
+
+// The kind's options left out: their defaults, or an error for each required
+// one; false once an error is reported.
+bool fill_option_defaults(YamlReader& r, const Entry& e, const WorkloadInfo& info, const Entries& keys,
+                          WorkloadSpec& w) {
+  bool ok = true;
+  for (const auto& s : info.options) {
     if (w.options.has(s.key) || find(keys, s.key)) continue;
     if (s.default_value) {
       w.options.set(s.key, *s.default_value);
@@ -286,19 +286,51 @@ void read_workload(YamlReader& r, const Entry& e, const SpaceRead& space, const 
       ok = false;
     }
   }
-  if (!ok || !space.parsed) return;
-  // Let the workload look at its options now (a replay table that does not
-  // parse, a profile it does not know) so that the error comes with the rest.
+  return ok;
+}
+
+// Let the workload look at its options now (a replay table that does not
+// parse, a profile it does not know) so that the error comes with the rest.
+void try_making_workload(YamlReader& r, const Entry& e, const WorkloadInfo& info, const SpaceRead& space,
+                         const fs::path& base_dir, const WorkloadSpec& w) {
   WorkloadEnv env;
   env.parameter_names = names_of(space.params);
   env.spec_dir = base_dir;
   try {
-    (void)info->make(w.options, env);
+    (void)info.make(w.options, env);
   } catch (const WorkloadConfigError& ex) {
     r.fail(loc_of(e.value, e.key_loc), "workload", fmt::format("a usable {} workload", w.kind), ex.what());
   } catch (const std::exception& ex) {
     r.fail(loc_of(e.value, e.key_loc), "workload", fmt::format("a usable {} workload", w.kind), ex.what());
   }
+}
+
+}  // namespace
+
+void read_workload(YamlReader& r, const Entry& e, const SpaceRead& space, const fs::path& base_dir,
+                   WorkloadSpec& w) {
+  if (!r.expect_map(e.value, e.loc, "workload", "a map with kind and its options")) return;
+  // Keys depend on the kind: read them all, check after.
+  Entries keys = r.read_map(e.value, "workload", nullptr);
+  const WorkloadInfo* info = read_workload_kind(r, e, keys, w);
+  bool ok = true;
+  std::vector<std::string> allowed = kWorkloadGenericKeys;
+  if (info)
+    for (const auto& o : info->options) allowed.push_back(o.key);
+  for (const auto& k : keys) {
+    const std::string path = child("workload", k.key);
+    if (k.key == "kind") continue;
+    if (is_generic_workload_key(k.key)) {
+      if (!read_generic_workload_key(r, k, path, w)) ok = false;
+      continue;
+    }
+    if (!info) continue;  // options of an unknown kind cannot be checked
+    if (!read_kind_option(r, *info, k, path, allowed, base_dir, w)) ok = false;
+  }
+  if (!info) return;
+  if (!fill_option_defaults(r, e, *info, keys, w)) ok = false;
+  if (!ok || !space.parsed) return;
+  try_making_workload(r, e, *info, space, base_dir, w);
 }
 
 void read_objective(YamlReader& r, const Entry& e, std::string& out) {

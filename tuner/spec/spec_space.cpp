@@ -31,6 +31,19 @@ bool is_identifier(std::string_view s) {
                      [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; });
 }
 
+// One item of a `values:` list, where it was written and as what.
+enum class ValueKind { integer, boolean, string };
+struct ListedValue {
+  Value value;
+  ValueKind kind;
+  Loc loc;
+  std::string text;
+};
+
+const char* value_kind_name(ValueKind k) {
+  return k == ValueKind::integer ? "an integer" : k == ValueKind::boolean ? "a boolean" : "a string";
+}
+
 class SpaceReader {
  public:
   SpaceReader(YamlReader& r, SearchSpace& space, Limits& limits) : m_r(r), m_space(space), m_limits(limits) {}
@@ -54,6 +67,10 @@ class SpaceReader {
   bool read_memory_use(const Entry& e, const std::string& path, Parameter& param);
   std::optional<std::vector<Value>> read_values(const YAML::Node& list, Loc at, const std::string& path,
                                                 Scale& scale);
+  // nullopt: an error was reported.
+  std::optional<ListedValue> read_listed_value(const YAML::Node& n, Loc l, const std::string& p);
+  // One kind, distinct values (false: errors reported).
+  bool check_listed_values(const std::vector<ListedValue>& xs, const std::string& path);
   std::optional<std::pair<std::int64_t, std::int64_t>> read_bounds(const Entry& e, const std::string& path,
                                                                     std::int64_t min_lo);
   void read_constraints(const Entry& e);
@@ -307,85 +324,78 @@ bool SpaceReader::check_known_knob(const Parameter& param, const Entry& e, const
   return ok;
 }
 
+std::optional<ListedValue> SpaceReader::read_listed_value(const YAML::Node& n, Loc l, const std::string& p) {
+  if (!n.IsScalar()) {
+    m_r.fail(l, p, "an integer, true/false or a name", describe(n));
+    return std::nullopt;
+  }
+  const std::string& s = n.Scalar();
+  ListedValue x{Value{s}, ValueKind::string, l, s};
+  if (is_quoted(n)) return x;
+  std::int64_t v = 0;
+  const IntParse ip = parse_int(s, v);
+  if (ip == IntParse::overflow) {
+    m_r.fail(l, p, "an integer that fits in 64 bits", quote(s));
+    return std::nullopt;
+  }
+  if (ip == IntParse::ok) {
+    x.kind = ValueKind::integer;
+    x.value = Value{v};
+  } else if (auto b = parse_bool(s)) {
+    x.kind = ValueKind::boolean;
+    x.value = Value{*b};
+  } else if (is_yaml11_bool(s)) {
+    m_r.fail(l, p, "an integer, true/false or a name", quote(s),
+             "only true and false are booleans; quote it to use it as a name");
+    return std::nullopt;
+  } else if (parse_double(s)) {
+    m_r.fail(l, p, "an integer, true/false or a name", quote(s),
+             "fractional numbers are not parameter values; quote it to use it as a name");
+    return std::nullopt;
+  }
+  return x;
+}
+
+bool SpaceReader::check_listed_values(const std::vector<ListedValue>& xs, const std::string& path) {
+  // One type per parameter: a mix is almost always a typo ([16, 3x2]).
+  for (std::size_t i = 1; i < xs.size(); ++i)
+    if (xs[i].kind != xs[0].kind) {
+      m_r.fail(xs[i].loc, item(path, i), fmt::format("{} like the first value", value_kind_name(xs[0].kind)),
+               fmt::format("{} ({})", quote(xs[i].text), value_kind_name(xs[i].kind)),
+               "quote every value to make them all names");
+      return false;
+    }
+  bool ok = true;
+  for (std::size_t i = 1; i < xs.size(); ++i)
+    for (std::size_t j = 0; j < i; ++j)
+      if (xs[i].value == xs[j].value) {
+        m_r.fail(xs[i].loc, item(path, i), "distinct values",
+                 fmt::format("{} again (also {})", quote(xs[i].text), item(path, j)));
+        ok = false;
+        break;
+      }
+  return ok;
+}
+
 std::optional<std::vector<Value>> SpaceReader::read_values(const YAML::Node& list, Loc at,
                                                            const std::string& path, Scale& scale) {
   if (list.size() == 0) {
     m_r.fail(at, path, "at least one value", "an empty list");
     return std::nullopt;
   }
-  enum class Kind { integer, boolean, string };
-  auto kind_name = [](Kind k) {
-    return k == Kind::integer ? "an integer" : k == Kind::boolean ? "a boolean" : "a string";
-  };
-  std::vector<Value> values;
-  std::vector<Kind> kinds;
-  std::vector<Loc> locs;
-  std::vector<std::string> texts;
+  std::vector<ListedValue> xs;
   bool ok = true;
   for (std::size_t i = 0; i < list.size(); ++i) {
     const YAML::Node n = list[i];
-    const Loc l = loc_of(n, at);
-    const std::string p = item(path, i);
-    if (!n.IsScalar()) {
-      m_r.fail(l, p, "an integer, true/false or a name", describe(n));
-      ok = false;
-      continue;
-    }
-    const std::string& s = n.Scalar();
-    std::int64_t v = 0;
-    Kind k = Kind::string;
-    Value val{s};
-    if (!is_quoted(n)) {
-      const IntParse ip = parse_int(s, v);
-      if (ip == IntParse::overflow) {
-        m_r.fail(l, p, "an integer that fits in 64 bits", quote(s));
-        ok = false;
-        continue;
-      }
-      if (ip == IntParse::ok) {
-        k = Kind::integer;
-        val = Value{v};
-      } else if (auto b = parse_bool(s)) {
-        k = Kind::boolean;
-        val = Value{*b};
-      } else if (is_yaml11_bool(s)) {
-        m_r.fail(l, p, "an integer, true/false or a name", quote(s),
-                 "only true and false are booleans; quote it to use it as a name");
-        ok = false;
-        continue;
-      } else if (parse_double(s)) {
-        m_r.fail(l, p, "an integer, true/false or a name", quote(s),
-                 "fractional numbers are not parameter values; quote it to use it as a name");
-        ok = false;
-        continue;
-      }
-    }
-    values.push_back(std::move(val));
-    kinds.push_back(k);
-    locs.push_back(l);
-    texts.push_back(s);
+    if (auto x = read_listed_value(n, loc_of(n, at), item(path, i))) xs.push_back(std::move(*x));
+    else ok = false;
   }
-  if (!ok) return std::nullopt;
-  // One type per parameter: a mix is almost always a typo ([16, 3x2]).
-  for (std::size_t i = 1; i < kinds.size(); ++i)
-    if (kinds[i] != kinds[0]) {
-      m_r.fail(locs[i], item(path, i), fmt::format("{} like the first value", kind_name(kinds[0])),
-               fmt::format("{} ({})", quote(texts[i]), kind_name(kinds[i])),
-               "quote every value to make them all names");
-      return std::nullopt;
-    }
-  for (std::size_t i = 1; i < values.size(); ++i)
-    for (std::size_t j = 0; j < i; ++j)
-      if (values[i] == values[j]) {
-        m_r.fail(locs[i], item(path, i), "distinct values",
-                 fmt::format("{} again (also {})", quote(texts[i]), item(path, j)));
-        ok = false;
-        break;
-      }
-  if (!ok) return std::nullopt;
-  if (kinds[0] == Kind::string) {
+  if (!ok || !check_listed_values(xs, path)) return std::nullopt;
+  std::vector<Value> values;
+  for (auto& x : xs) values.push_back(std::move(x.value));
+  if (xs[0].kind == ValueKind::string) {
     scale = Scale::categorical;
-  } else if (kinds[0] == Kind::boolean) {
+  } else if (xs[0].kind == ValueKind::boolean) {
     scale = Scale::linear;
   } else {
     // Integer lists spanning a factor of 8 or more (16..512) are read on a
