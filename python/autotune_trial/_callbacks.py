@@ -1,7 +1,17 @@
 """What the Hugging Face and Lightning callbacks share: the first step's
 precision check, the advice for a training too short."""
 
-from ._precision import _fp32_ran, _precision_differs
+from ._meter import Meter
+from ._precision import _fp32_ran, _precision, _precision_differs
+
+
+def _start_callback(callback, p, rule):
+    """The state both callbacks begin with, which the first-step check reads."""
+    callback.meter = Meter(p, **rule)
+    callback._asked = _precision(p)
+    callback._probe = None
+    callback._checked = False
+    callback._reported = False
 
 
 def _hf_args_precision(args):

@@ -5,10 +5,9 @@ import os
 import sys
 import time
 
-from ._callbacks import _SHORT_TRAINING, _first_step_precision_failed
+from ._callbacks import _SHORT_TRAINING, _first_step_precision_failed, _start_callback
 from ._knobs import _loader_prefetch_default
-from ._meter import Meter
-from ._precision import _PrecisionProbe, _precision
+from ._precision import _PrecisionProbe
 
 
 def _prefetch_that_works(args):
@@ -71,11 +70,7 @@ def _make_hf_callback():
         """
 
         def __init__(self, p=None, **rule):
-            self.meter = Meter(p, **rule)
-            self._asked = _precision(p)
-            self._probe = None
-            self._checked = False
-            self._reported = False
+            _start_callback(self, p, rule)
             self._step_end = None   # perf_counter() at the last step's end
             self._aside_end = None  # perf_counter() at the last log, evaluation or save event
 

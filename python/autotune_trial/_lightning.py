@@ -4,9 +4,8 @@ lightning or pytorch_lightning imports)."""
 import importlib
 import sys
 
-from ._callbacks import _SHORT_TRAINING, _first_step_precision_failed
-from ._meter import Meter
-from ._precision import _PrecisionProbe, _fp32_ran, _precision, _precision_differs
+from ._callbacks import _SHORT_TRAINING, _first_step_precision_failed, _start_callback
+from ._precision import _PrecisionProbe, _fp32_ran, _precision_differs
 from ._torch_env import _samples_in
 
 
@@ -63,11 +62,7 @@ def _make_lightning_class(bases):
         """
 
         def __init__(self, p=None, **rule):
-            self.meter = Meter(p, **rule)
-            self._asked = _precision(p)
-            self._probe = None
-            self._checked = False
-            self._reported = False
+            _start_callback(self, p, rule)
             self._per_step = 1
             self._wrapped = []
 

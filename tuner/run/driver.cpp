@@ -1,5 +1,6 @@
 #include "tuner/run/driver.hpp"
 
+#include <algorithm>
 #include <chrono>
 
 #include "tuner/run/interrupt.hpp"
@@ -67,8 +68,7 @@ RunEnd Driver::run(TrialSource& source) {
         end = RunEnd::interrupted;
     }
   } catch (...) {
-    m_scheduler.stop_all();
-    m_in_flight.clear();
+    abandon();
     throw;
   }
   return end;
@@ -81,10 +81,18 @@ std::optional<Finished> Driver::measure_one(Proposal p) {
     start(trial, std::move(p));
     return take(m_scheduler.wait_next());
   } catch (...) {
-    m_scheduler.stop_all();
-    m_in_flight.clear();
+    abandon();
     throw;
   }
+}
+
+bool Driver::running(const Config& c) const {
+  return std::any_of(m_in_flight.begin(), m_in_flight.end(), [&](const auto& kv) { return kv.second.config == c; });
+}
+
+void Driver::abandon() {
+  m_scheduler.stop_all();
+  m_in_flight.clear();
 }
 
 }  // namespace autotune

@@ -69,11 +69,14 @@ class Driver {
   std::optional<Finished> measure_one(Proposal p);
 
   int next_trial() const { return m_next_trial; }
+  // Whether a trial of this configuration is in flight.
+  bool running(const Config& c) const;
   int cut_short() const { return m_cut_short; }  // trials an interrupt cut short: observers never see them
 
  private:
   void start(int trial, Proposal p);
   std::optional<Finished> take(Scheduler::Done d);
+  void abandon();  // stops every trial in flight, for a failure of the tool
 
   Scheduler& m_scheduler;
   const SearchSpace& m_space;

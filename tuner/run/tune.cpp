@@ -91,8 +91,7 @@ class TuningRun final : public TrialSource, public TrialObserver {
       // The strategy does not know of a re-run in flight and may propose its
       // configuration: that trial's outcome will answer this proposal too.
       while (auto c = m_strategy->ask()) {
-        const bool running = std::any_of(m_running.begin(), m_running.end(), [&](const auto& kv) { return kv.second == *c; });
-        if (!running) {
+        if (!m_driver->running(*c)) {
           p = Proposal{std::move(*c), std::string(m_strategy->proposed_as())};
           break;
         }
@@ -105,7 +104,6 @@ class TuningRun final : public TrialSource, public TrialObserver {
   }
 
   void tell(const Finished& f) override {
-    m_running.erase(f.trial);
     m_strategy->tell(f.proposal.config, f.outcome);
     for (auto& note : m_strategy->take_notes()) {
       m_journal->note(note, elapsed());
@@ -118,7 +116,6 @@ class TuningRun final : public TrialSource, public TrialObserver {
   // study and the progress line.
   void started(int trial, const Proposal& p, const Assignment& a) override {
     m_journal->started(trial, a, elapsed(), p.phase, p.proposed_as);
-    if (p.phase == Phase::search) m_running[trial] = p.config;
   }
 
   void finished(const Finished& f) override {
@@ -255,7 +252,6 @@ class TuningRun final : public TrialSource, public TrialObserver {
   std::optional<JournalWriter> m_journal;
   Study m_study;
   std::deque<Config> m_rerun;  // started before a crash, never finished
-  std::map<int, Config> m_running;  // the search trials in flight
   double m_earlier_s = 0;
   Clock::time_point m_t0 = Clock::now();
   std::optional<double> m_best;
