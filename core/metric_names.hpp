@@ -20,6 +20,9 @@ inline constexpr const char* data_wait_fraction = "data_wait_fraction";
 inline constexpr const char* gpu_busy = "gpu_busy";
 inline constexpr const char* starved_share = "starved_share";
 inline constexpr const char* cpu_cores = "cpu_cores";
+// Cores' worth of CPU that processes outside autotune's tree used while the
+// trial ran (tuner/run/machine_load.hpp): the machine's other work.
+inline constexpr const char* foreign_cores = "foreign_cores";
 
 // The measurement (workloads/measure.hpp) and how it stopped.
 inline constexpr const char* throughput_rsd = "throughput_rsd";

@@ -5,6 +5,7 @@
 
 #include "tuner/cli/cli.hpp"
 #include "tuner/cli/cli_commands.hpp"
+#include "tuner/cli/output_paths.hpp"
 #include "tuner/record/journal_study.hpp"
 #include "tuner/report/report_html.hpp"
 
@@ -25,6 +26,11 @@ std::function<int()> add_report_command(CLI::App& app) {
         std::cout << render_report_text(read_journal_study(args->journal));
         return kExitOk;
       }
+      // The page never replaces its journal, another journal, or a folder.
+      const std::vector<std::string> problems =
+          output_problems({{"--out", args->out}}, {{"the journal", args->journal}});
+      for (const std::string& p : problems) std::cerr << "report: " << p << "\n";
+      if (!problems.empty()) return kExitBadInput;
       std::string warning;
       write_report(args->journal, args->out, &warning);
       if (!warning.empty()) std::cerr << "report: " << warning << "\n";

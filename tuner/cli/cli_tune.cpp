@@ -14,7 +14,11 @@
 #include "tuner/record/emitter.hpp"
 #include "tuner/record/explain.hpp"
 #include "tuner/run/interrupt.hpp"
+#include "tuner/run/machine_load.hpp"
+#include "tuner/run/scheduler.hpp"
 #include "tuner/record/journal.hpp"
+#include "tuner/record/journal_lock.hpp"
+#include "tuner/cli/output_paths.hpp"
 #include "tuner/report/report_html.hpp"
 #include "tuner/record/same_training.hpp"
 #include "tuner/cli/set_aside.hpp"
@@ -67,6 +71,48 @@ std::string why_not_the_fastest(const Spec& spec, const Study& r) {
                      spec.space.to_assignment(fastest->config).describe(), spec.search.strategy);
 }
 
+// How busy the rest of the machine was while the trials ran, and the trials
+// that shared it the most; empty when nothing was read.
+std::string machine_line(const Study& r) {
+  std::vector<std::pair<double, int>> foreign;  // (cores, trial)
+  for (const auto* records : {&r.trials, &r.confirmations, &r.explanations, &r.baseline_again, &r.answer_again})
+    for (const TrialRecord& t : *records)
+      if (const auto f = t.outcome.metric(metric::foreign_cores)) foreign.emplace_back(*f, t.trial);
+  if (foreign.empty()) return {};
+  double sum = 0;
+  for (const auto& [f, t] : foreign) sum += f;
+  const double mean = sum / static_cast<double>(foreign.size());
+  std::sort(foreign.begin(), foreign.end(), std::greater<>());
+  std::string line = fmt::format("other processes used {:.1f} of {} cores on average while trials ran", mean,
+                                 usable_cores());
+  if (foreign.front().first < kBusyCores) return line + " (quiet)";
+  std::string most;
+  for (std::size_t i = 0; i < foreign.size() && i < 3 && foreign[i].first >= kBusyCores; ++i)
+    most += fmt::format("{}trial {} ({:.1f})", most.empty() ? "" : ", ", foreign[i].second, foreign[i].first);
+  return line + "; most beside: " + most + "; figures taken under load scatter";
+}
+
+// When the answer's loader workers (over all ranks) outnumber the cores
+// here, saying so: what wins on a quiet machine loses on a busy one.
+std::string cores_line(const Spec& spec, const Config& best) {
+  const auto d = spec.space.index_of("num_workers");
+  if (!d) return {};
+  const Value& v = spec.space.param(*d).values[static_cast<std::size_t>(best[*d])];
+  if (!is_int(v)) return {};
+  const std::int64_t workers = std::get<std::int64_t>(v) * spec.ranks;
+  const int cores = usable_cores();
+  if (workers <= cores) return {};
+  return fmt::format("the answer runs {} loader worker{} on {} cores: it counts on cores that other work on this "
+                     "machine would take; under load, fewer workers may be faster",
+                     workers, workers == 1 ? "" : "s", cores);
+}
+
+// " (1.80-2.00x at 90%, 4 pairs)", or empty without an interval.
+std::string interval_words(const Study::Speedup& x) {
+  if (!x.low || !x.high) return {};
+  return fmt::format(" ({:.2f}-{:.2f}x at 90%, {} pairs)", *x.low, *x.high, x.runs);
+}
+
 void print_summary(const Spec& spec, const Study& r) {
   std::cout << "\n";
   if (r.best && r.best_outcome) {
@@ -88,15 +134,20 @@ void print_summary(const Spec& spec, const Study& r) {
                                                [](const ConfirmRow& x) { return x.all_ok; }),
                                  r.confirmed.size());
     if (const auto x = r.speedup()) {
-      if (x->remeasured)
-        std::cout << fmt::format("        {:.2f}x the baseline, measured again side by side: {:.1f} against {:.1f} "
-                                 "samples/s (medians of {} runs each, interleaved; baseline: {})\n",
-                                 x->ratio, x->answer, x->baseline, x->runs,
+      if (x->remeasured && r.kept_baseline_over)
+        std::cout << fmt::format("        the search's answer ({}) was not shown to be faster than the baseline: "
+                                 "{:.2f}x{}, measured again side by side; the baseline is kept\n",
+                                 spec.space.to_assignment(*r.kept_baseline_over).describe(), x->ratio,
+                                 interval_words(*x));
+      else if (x->remeasured)
+        std::cout << fmt::format("        {:.2f}x the baseline{}, measured again side by side: {:.1f} against {:.1f} "
+                                 "samples/s (medians of {} runs each, in pairs; baseline: {})\n",
+                                 x->ratio, interval_words(*x), x->answer, x->baseline, x->runs,
                                  spec.space.to_assignment(r.baseline->config).describe());
       else
         std::cout << fmt::format("        {:.2f}x the baseline ({:.1f} samples/s: {})\n", x->ratio, x->baseline,
                                  spec.space.to_assignment(r.baseline->config).describe());
-      for (std::size_t i = 0; i < r.knobs.size(); ++i)
+      for (std::size_t i = 0; i < r.knobs.size() && !r.kept_baseline_over; ++i)
         std::cout << (i == 0 ? "knobs:  " : "        ") << describe(r.knobs[i]) << "\n";
       for (const std::string& line : describe(*training_change(spec, r))) std::cout << "train:  " << line << "\n";
       // Why: where each one's time went, and what moved.
@@ -107,6 +158,7 @@ void print_summary(const Spec& spec, const Study& r) {
       for (std::string& line : what_moved(r)) why.push_back(std::move(line));
       if (*r.best == r.baseline->config && after.known()) why.push_back(describe(after));
       for (std::size_t i = 0; i < why.size(); ++i) std::cout << (i == 0 ? "why:    " : "        ") << why[i] << "\n";
+      if (const std::string cores = cores_line(spec, *r.best); !cores.empty()) std::cout << "cores:  " << cores << "\n";
     } else if (const TimeSplit after = time_split(*r.best_outcome); after.known()) {
       std::cout << "        " << describe(after) << "\n";
     }
@@ -125,6 +177,7 @@ void print_summary(const Spec& spec, const Study& r) {
                            again == 0 ? "" : fmt::format(" + {} side by side", again), r.elapsed_s, how_it_stopped(r.stopped_by));
   const TuningTime time = tuning_time(r);
   if (time.total_s > 0) std::cout << "time:   " << describe(time) << "\n";
+  if (const std::string machine = spec.search.busy == "ignore" ? "" : machine_line(r); !machine.empty()) std::cout << "machine: " << machine << "\n";
   std::cout << "wrote:  " << spec.output.tuned.string() << " and " << spec.output.journal.string() << "\n";
 }
 
@@ -155,9 +208,13 @@ std::string fresh_command() { return command_line_with("--fresh", {"--resume", "
 bool keep_earlier_run(const Spec& spec, bool fresh) {
   const std::filesystem::path& journal = spec.output.journal;
   std::string held;
+  std::error_code ec;
+  if (!std::filesystem::exists(journal, ec) || std::filesystem::file_size(journal, ec) == 0) return true;
   try {
     const std::size_t n = finished_trials(journal);
-    if (n == 0) return true;
+    // A run that measured nothing (stopped in its first trial) is moved
+    // aside, never truncated: its trial logs may say why it stopped.
+    if (n == 0) fresh = true;
     held = fmt::format("holds {} measured trial{} of an earlier run", n, n == 1 ? "" : "s");
   } catch (const JournalError& e) {
     held = fmt::format("exists and cannot be read as a journal ({})", e.what());
@@ -173,6 +230,21 @@ bool keep_earlier_run(const Spec& spec, bool fresh) {
   for (const auto& [from, to] : set_aside({journal, trial_log_folder(journal), spec.output.tuned}))
     std::cerr << fmt::format("autotune: kept the earlier run's {} as {}\n", from.filename().string(), to.string());
   return true;
+}
+
+// Every path the run will write, checked before anything runs.
+bool outputs_writable(const Spec& spec, const std::optional<std::string>& report) {
+  std::vector<NamedPath> outputs = {{"tuned.yaml", spec.output.tuned},
+                                    {"the journal", spec.output.journal},
+                                    {"the trial logs", trial_log_folder(spec.output.journal), true},
+                                    {"the journal's lock", journal_lock_path(spec.output.journal)}};
+  if (report) outputs.push_back({"--report", report_path(*report, spec.output.tuned)});
+  std::vector<NamedPath> inputs;
+  if (!spec.file.empty() && spec.file != "<embedded>") inputs.push_back({"the spec", spec.file});
+  const std::vector<std::string> problems = output_problems(outputs, inputs);
+  for (const std::string& p : problems) std::cerr << "autotune: " << p << "\n";
+  if (!problems.empty()) std::cerr << "autotune: nothing was started, nothing was changed\n";
+  return problems.empty();
 }
 
 }  // namespace
@@ -203,6 +275,15 @@ std::function<int()> add_tune_options(CLI::App& app) {
     if (!workload) return kExitBadInput;
     auto executor = make_executor_or_report(*spec, *workload, "autotune");
     if (!executor) return kExitBadInput;
+    if (!outputs_writable(*spec, args->report)) return kExitBadInput;
+    // Held until this command returns: the run owns its journal and trial logs.
+    std::optional<JournalLock> lock;
+    try {
+      lock.emplace(spec->output.journal);
+    } catch (const JournalLockedError& e) {
+      std::cerr << "autotune: " << e.what() << "; nothing was started, nothing was changed.\n";
+      return kExitBadInput;
+    }
     if (!args->resume && !keep_earlier_run(*spec, args->fresh)) return kExitBadInput;
 
     install_interrupt_handler();
@@ -222,6 +303,11 @@ std::function<int()> add_tune_options(CLI::App& app) {
       if (executor->capacity() > 1 || !spec->executor.gpus.empty())
         std::cerr << "autotune: " << executor->summary() << "\n";
     }
+    if (!args->quiet && trial_settings(*spec).watch_machine && spec->search.busy != "ignore")
+      if (const auto foreign = sample_foreign_cores(0.3); foreign && *foreign >= kBusyCores)
+        std::cerr << fmt::format("autotune: the machine is busy: {:.1f} of {} cores used by other processes; "
+                                 "measurements will scatter\n",
+                                 *foreign, usable_cores());
     Study result;
     try {
       result = run_tuning(*spec, *executor, opt);

@@ -8,6 +8,7 @@
 #include "tuner/cli/cli.hpp"
 #include "tuner/cli/cli_commands.hpp"
 #include "tuner/cli/cli_common.hpp"
+#include "tuner/run/machine_load.hpp"
 
 namespace autotune {
 
@@ -43,6 +44,16 @@ std::function<int()> add_validate_command(CLI::App& app) {
           if (to_string(v) != "fp32")
             std::cout << "warning: the cpu workload measures fp32 only; precision " << to_string(v)
                       << " gives `error` trials\n";
+    if (const auto d = s.space.index_of("num_workers")) {
+      std::int64_t most = 0;
+      for (const auto& v : s.space.param(*d).values)
+        if (is_int(v)) most = std::max(most, std::get<std::int64_t>(v));
+      if (const int cores = usable_cores(); most * s.ranks > cores)
+        std::cout << fmt::format("warning: num_workers up to {} x {} rank{} asks for {} loader processes on the {} "
+                                 "cores here; beyond the cores, workers compete with the training and with each "
+                                 "other, and what wins on a quiet machine loses on a busy one\n",
+                                 most, s.ranks, s.ranks == 1 ? "" : "s", most * s.ranks, cores);
+    }
     std::cout << fmt::format("size: {:.0f} configurations before rules\n", s.space.cardinality());
     for (const auto& r : s.space.rules().rules()) std::cout << "rule: " << r << "\n";
     if (auto all = s.space.enumerate())

@@ -3,6 +3,7 @@
 #include "tuner/spec/spec.hpp"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -12,6 +13,8 @@
 #include <fstream>
 #include <iterator>
 #include <sstream>
+#include <unordered_map>
+#include <utility>
 
 namespace autotune {
 
@@ -104,29 +107,35 @@ Phase phase_of(const nlohmann::json& rec) {
 JournalContents read_journal(const std::filesystem::path& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw JournalError(path.string() + ": cannot open the journal");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  const std::string text = ss.str();
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
 
   JournalContents out;
+  std::unordered_map<int, std::size_t> index_of_trial;  // a finish record finds its start in O(1)
   std::size_t pos = 0;
   int line_no = 0;
   while (pos < text.size()) {
-    std::size_t end = text.find('\n', pos);
-    const bool last = end == std::string::npos || end + 1 >= text.size();
+    const std::size_t end = text.find('\n', pos);
     const bool terminated = end != std::string::npos;
-    std::string line = text.substr(pos, (terminated ? end : text.size()) - pos);
-    pos = terminated ? end + 1 : text.size();
+    const std::size_t next = terminated ? end + 1 : text.size();
+    const bool last = next >= text.size();
+    const std::string_view line(text.data() + pos, (terminated ? end : text.size()) - pos);
+    const std::size_t line_start = pos;
+    pos = next;
     ++line_no;
-    if (line.empty()) continue;
+    if (line.empty()) {
+      if (terminated) out.good_bytes = pos;
+      continue;
+    }
     nlohmann::json rec;
     try {
       rec = nlohmann::json::parse(line);
       if (!rec.is_object() || !rec.contains("type")) throw JournalError("not a journal record");
+      if (!terminated) throw JournalError("the line does not end");  // the tuner died writing it
     } catch (const std::exception& e) {
-      // Only the final, unterminated (or final) line can be a torn write.
+      // Only the final line can be one the tuner died writing (or a crash's debris).
       if (last) {
         out.dropped_torn_line = true;
+        out.good_bytes = line_start;
         break;
       }
       throw JournalError(path.string() + ":" + std::to_string(line_no) + ": corrupt record: " + e.what());
@@ -141,48 +150,62 @@ JournalContents read_journal(const std::filesystem::path& path) {
         const auto& c = rec.at("config");
         out.recommendation = c.is_null() ? std::optional<Assignment>{} : std::optional<Assignment>{assignment_from_json(c)};
       } else if (type == "start") {
-        out.trials.push_back({rec.at("trial").get<int>(), assignment_from_json(rec.at("config")), std::nullopt,
-                              phase_of(rec)});
+        const int trial = rec.at("trial").get<int>();
+        out.trials.push_back({trial, assignment_from_json(rec.at("config")), std::nullopt, phase_of(rec)});
         out.trials.back().start_time = rec.value("time", 0.0);
         out.trials.back().proposed_as = rec.value("proposed_as", "");
+        index_of_trial[trial] = out.trials.size() - 1;
       } else if (type == "finish") {
         const int trial = rec.at("trial").get<int>();
-        JournalTrial* t = nullptr;
-        for (auto& x : out.trials)
-          if (x.trial == trial) t = &x;
-        if (!t) {
+        auto it = index_of_trial.find(trial);
+        if (it == index_of_trial.end()) {
           out.trials.push_back({trial, assignment_from_json(rec.at("config")), std::nullopt});
-          t = &out.trials.back();
+          it = index_of_trial.emplace(trial, out.trials.size() - 1).first;
         }
-        t->phase = phase_of(rec);
-        t->outcome = outcome_from_json(rec);
-        t->finish_time = rec.value("time", 0.0);
+        JournalTrial& t = out.trials[it->second];
+        t.phase = phase_of(rec);
+        t.outcome = outcome_from_json(rec);
+        t.finish_time = rec.value("time", 0.0);
       }
     } catch (const JournalError& e) {
       throw JournalError(path.string() + ":" + std::to_string(line_no) + ": " + e.what());
     } catch (const std::exception& e) {
       throw JournalError(path.string() + ":" + std::to_string(line_no) + ": bad record: " + e.what());
     }
+    out.good_bytes = pos;
   }
   if (out.header.is_null()) throw JournalError(path.string() + ": no header record; not an autotune journal");
   return out;
 }
 
-JournalWriter::JournalWriter(const std::filesystem::path& path, bool truncate) : m_path(path) {
+JournalWriter::JournalWriter(const std::filesystem::path& path, bool fresh) : m_path(path) {
   if (path.has_parent_path()) std::filesystem::create_directories(path.parent_path());
-  m_fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | (truncate ? O_TRUNC : 0), 0644);
+  m_fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
   if (m_fd < 0) throw JournalError(path.string() + ": cannot open for writing: " + std::strerror(errno));
-  if (!truncate) {
-    // A torn last line (the tuner died mid-write) would glue onto our first
-    // record: cut the file back to its last complete line, as the reader drops it.
-    std::ifstream in(path, std::ios::binary);
-    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    if (!text.empty() && text.back() != '\n') {
-      const auto keep = text.rfind('\n');
-      if (::ftruncate(m_fd, keep == std::string::npos ? 0 : static_cast<off_t>(keep + 1)) != 0)
-        throw JournalError(path.string() + ": cannot drop the torn last line: " + std::strerror(errno));
-    }
+  struct stat st {};
+  if (fresh && ::fstat(m_fd, &st) == 0 && st.st_size > 0) {
+    ::close(std::exchange(m_fd, -1));
+    throw JournalError(path.string() + ": a new run's journal already holds records; nothing was written to it");
   }
+}
+
+std::optional<std::filesystem::path> cut_bad_tail(const std::filesystem::path& path, std::size_t good_bytes) {
+  std::error_code ec;
+  const auto size = std::filesystem::file_size(path, ec);
+  if (ec || size <= good_bytes) return std::nullopt;
+  std::ifstream in(path, std::ios::binary);
+  in.seekg(static_cast<std::streamoff>(good_bytes));
+  std::string tail((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (!tail.empty() && tail.back() != '\n') tail += '\n';
+  const std::filesystem::path aside = path.string() + ".cut";
+  const int out = ::open(aside.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if (out < 0) throw JournalError(aside.string() + ": cannot keep the journal's bad tail: " + std::strerror(errno));
+  const bool written = ::write(out, tail.data(), tail.size()) == static_cast<ssize_t>(tail.size()) && ::fsync(out) == 0;
+  ::close(out);
+  if (!written) throw JournalError(aside.string() + ": cannot keep the journal's bad tail: " + std::strerror(errno));
+  if (::truncate(path.c_str(), static_cast<off_t>(good_bytes)) != 0)
+    throw JournalError(path.string() + ": cannot cut the bad tail: " + std::strerror(errno));
+  return aside;
 }
 
 JournalWriter::~JournalWriter() {

@@ -56,6 +56,9 @@ struct JournalContents {
   // journals; present and empty when the strategy recommended nothing.
   std::optional<std::optional<Assignment>> recommendation;
   bool dropped_torn_line = false;
+  // Bytes from the start of the file through the last whole record: what a
+  // resume keeps (cut_bad_tail) before it appends.
+  std::size_t good_bytes = 0;
 };
 
 struct JournalError : std::runtime_error {
@@ -79,13 +82,21 @@ Assignment assignment_from_json(const nlohmann::json& j);
 nlohmann::json to_json(const Outcome& o);
 Outcome outcome_from_json(const nlohmann::json& j);
 
+// A resume appends after the last whole record: what follows it (a line the
+// tuner died writing, a block of zeros a crash left, anything appended by
+// hand) is cut from the journal and kept in `<journal>.cut` (appended, so
+// nothing is ever lost). Returns that file when something was cut. Throws
+// JournalError when the file cannot be cut.
+std::optional<std::filesystem::path> cut_bad_tail(const std::filesystem::path& path, std::size_t good_bytes);
+
 // A record that cannot be written whole (a full disk) throws JournalError
 // after cutting the file back to its last whole record.
 class JournalWriter {
  public:
-  // Opens for appending; with truncate, starts the file anew. Throws
-  // JournalError when the file cannot be opened.
-  JournalWriter(const std::filesystem::path& path, bool truncate);
+  // Opens for appending, never truncating. A new run's journal (`fresh`)
+  // must be absent or empty: a file that holds anything throws JournalError,
+  // as does a file that cannot be opened.
+  JournalWriter(const std::filesystem::path& path, bool fresh);
   ~JournalWriter();
   JournalWriter(const JournalWriter&) = delete;
   JournalWriter& operator=(const JournalWriter&) = delete;

@@ -142,6 +142,9 @@ std::string decide_answer(const Spec& spec, const JournalContents& j, Study& r) 
     explain_answer(r, spec.space, [&r](const Config& c) { return earlier_measurement(r, c); });
     if (r.best != before) rule += ", with the knobs worth less than the noise put back to the baseline's";
   }
+  r.keep_baseline_unless_shown_faster();
+  if (r.kept_baseline_over)
+    rule += "; measured again side by side it was not shown to be faster than the baseline, which is kept";
   return rule;
 }
 

@@ -1,6 +1,7 @@
 #include "tuner/record/study.hpp"
 
 #include <algorithm>
+#include <set>
 #include <cmath>
 
 #include "core/metric_names.hpp"
@@ -107,12 +108,46 @@ std::optional<double> median_ok(const std::vector<TrialRecord>& runs) {
 }
 }  // namespace
 
+std::optional<double> paired_half_width(const std::vector<double>& logs) {
+  const std::size_t n = logs.size();
+  if (n < 2) return std::nullopt;
+  double mean = 0;
+  for (double x : logs) mean += x;
+  mean /= static_cast<double>(n);
+  double ss = 0;
+  for (double x : logs) ss += (x - mean) * (x - mean);
+  const double sd = std::sqrt(ss / static_cast<double>(n - 1));
+  // t(0.95, df) for df = 1..30, then the normal's 1.645.
+  static constexpr double kT95[] = {6.314, 2.920, 2.353, 2.132, 2.015, 1.943, 1.895, 1.860, 1.833, 1.812,
+                                    1.796, 1.782, 1.771, 1.761, 1.753, 1.746, 1.740, 1.734, 1.729, 1.725,
+                                    1.721, 1.717, 1.714, 1.711, 1.708, 1.706, 1.703, 1.701, 1.699, 1.697};
+  const std::size_t df = n - 1;
+  const double t = df <= 30 ? kT95[df - 1] : 1.645;
+  return t * sd / std::sqrt(static_cast<double>(n));
+}
+
 std::optional<Study::Speedup> Study::speedup() const {
   if (!baseline || !baseline->outcome.ok() || !best_outcome || !best_outcome->ok()) return std::nullopt;
   const auto a = median_ok(answer_again), b = median_ok(baseline_again);
-  if (a && b && *b > 0)
-    return Speedup{*a / *b, *a, *b,
-                   static_cast<int>(std::min(answer_again.size(), baseline_again.size())), true};
+  if (a && b && *b > 0) {
+    const std::size_t n = std::min(answer_again.size(), baseline_again.size());
+    std::vector<double> logs;
+    for (std::size_t i = 0; i < n; ++i)
+      if (baseline_again[i].outcome.throughput > 0 && answer_again[i].outcome.throughput > 0)
+        logs.push_back(std::log(answer_again[i].outcome.throughput / baseline_again[i].outcome.throughput));
+    Speedup x{*a / *b, *a, *b, static_cast<int>(n), true};
+    if (!logs.empty() && logs.size() == n) {
+      double mean = 0;
+      for (double l : logs) mean += l;
+      mean /= static_cast<double>(logs.size());
+      x.ratio = std::exp(mean);
+      if (const auto h = paired_half_width(logs)) {
+        x.low = std::exp(mean - *h);
+        x.high = std::exp(mean + *h);
+      }
+    }
+    return x;
+  }
   if (baseline->outcome.throughput <= 0) return std::nullopt;
   return Speedup{best_outcome->throughput / baseline->outcome.throughput, best_outcome->throughput,
                  baseline->outcome.throughput, 1, false};
@@ -157,10 +192,22 @@ Replay replay_journal(const JournalContents& j, const SearchSpace& space, const 
   }
   for (const auto& note : j.notes) r.study.notes.push_back(note);
   // A configuration re-run after a crash must not also be finished already.
-  std::erase_if(r.unfinished, [&](const Config& c) {
-    return std::any_of(r.study.trials.begin(), r.study.trials.end(), [&](const TrialRecord& t) { return t.config == c; });
-  });
+  std::set<Config> finished;
+  for (const auto& t : r.study.trials) finished.insert(t.config);
+  std::erase_if(r.unfinished, [&](const Config& c) { return finished.count(c) > 0; });
   return r;
+}
+
+}  // namespace autotune
+
+namespace autotune {
+
+void Study::keep_baseline_unless_shown_faster() {
+  const auto x = speedup();
+  if (!x || !x->remeasured || !x->not_shown_faster() || !baseline || !best || *best == baseline->config) return;
+  kept_baseline_over = best;
+  best = baseline->config;
+  best_outcome = baseline->outcome;
 }
 
 }  // namespace autotune

@@ -87,13 +87,31 @@ struct Study {
   // The answer against the baseline: the medians of their side-by-side
   // re-measurements (search.remeasure) when every one of those is ok, else
   // their search measurements. None without an ok baseline and answer.
+  //
+  // Re-measured, the ratio is the geometric mean of the pairs' ratios
+  // (baseline_again[i] with answer_again[i], taken one after the other), and
+  // with two pairs or more it carries its 90% interval (Student's t on the
+  // log ratios): the drift between pairs is in it, not only the noise
+  // inside a trial.
   struct Speedup {
     double ratio = 0, answer = 0, baseline = 0;
-    int runs = 1;            // measurements of each behind the figures
+    int runs = 1;             // measurements of each behind the figures
     bool remeasured = false;  // the figures are the re-measurements' medians
+    std::optional<double> low, high;  // the 90% interval of the ratio
+    // The interval reaches 1 or below: the answer is not shown to be faster.
+    bool not_shown_faster() const { return low && *low <= 1.0; }
   };
   std::optional<Speedup> speedup() const;
+  // After the side-by-side re-measurement: an answer not shown to be faster
+  // than the baseline gives way to the baseline (nothing changed is the
+  // simplest answer). Sets `kept_baseline_over` to the answer it replaced.
+  void keep_baseline_unless_shown_faster();
+  std::optional<Config> kept_baseline_over;
 };
+
+// The 90% interval half-width, in log ratio, of paired log ratios `logs`
+// (Student's t, n - 1 degrees of freedom); nullopt under two pairs.
+std::optional<double> paired_half_width(const std::vector<double>& logs);
 
 // Where a study keeps the measurements taken after the search in `phase`
 // (confirmations, explanations, the side-by-side re-measurements); null for

@@ -18,6 +18,7 @@ TrialSettings trial_settings(const Spec& spec) {
   s.limits = spec.limits;
   s.repeats = std::max(1, spec.workload.repeats);
   s.seed = spec.search.seed;
+  s.watch_machine = spec.workload.kind != "synthetic" && spec.workload.kind != "replay";
   if (!spec.output.journal.empty())
     s.log_root = trial_log_folder(spec.output.journal);
   return s;
@@ -100,6 +101,7 @@ void Scheduler::submit(int trial, const Assignment& config, const TrialContext& 
   InFlight t;
   t.config = config;
   t.ctx = ctx;
+  if (m_settings.watch_machine) t.load_from = take_load_snapshot();
   auto [it, fresh] = m_trials.emplace(trial, std::move(t));
   if (!fresh) throw std::logic_error(fmt::format("trial {} is already running", trial));
   start_repeat(trial, it->second);
@@ -137,6 +139,8 @@ std::optional<Scheduler::Done> Scheduler::wait_any(std::chrono::milliseconds wai
       o = combine_repeats(std::move(t.runs));
     }
     o.seconds = t.seconds;
+    if (const auto foreign = t.load_from.valid ? foreign_cores(t.load_from, take_load_snapshot()) : std::nullopt)
+      o.metrics[metric::foreign_cores] = *foreign;
     Done d{run->ticket, std::move(t.config), apply_limits(std::move(o), m_settings.limits)};
     m_trials.erase(it);
     return d;

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "tuner/run/executor.hpp"
+#include "tuner/run/machine_load.hpp"
 #include "workloads/workload.hpp"
 
 namespace autotune {
@@ -25,6 +26,9 @@ struct TrialSettings {
   int repeats = 1;
   std::filesystem::path log_root;  // trial N logs to <log_root>/trial-N; empty: no logs
   std::uint64_t seed = 0;          // the run's seed
+  // Read what the rest of the machine does during each trial (the
+  // foreign_cores metric); off for workloads that measure nothing real.
+  bool watch_machine = false;
 };
 
 // From a spec: its timeout, limits and repeats; logs beside the journal
@@ -83,6 +87,7 @@ class Scheduler {
     TrialContext ctx;  // the first repeat's
     std::vector<Outcome> runs;
     double seconds = 0;
+    LoadSnapshot load_from;  // the machine when it started
   };
   void start_repeat(int trial, InFlight& t);
 

@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <deque>
+#include <thread>
 
 #include <fmt/format.h>
 
@@ -11,6 +13,7 @@
 #include "tuner/run/driver.hpp"
 #include "tuner/record/explain.hpp"
 #include "tuner/run/interrupt.hpp"
+#include "tuner/run/machine_load.hpp"
 #include "tuner/record/journal.hpp"
 #include "tuner/run/progress.hpp"
 #include "tuner/record/racing.hpp"
@@ -35,11 +38,23 @@ class TuningRun final : public TrialSource, public TrialObserver {
                                  strategy_context(spec.space, spec.search.seed, spec.search.budget_trials,
                                                   spec.search.initial, spec.limits))),
         m_scheduler(executor, trial_settings(spec)),
-        m_progress(options.progress, options.live, options.verbose, spec.search.budget_trials) {
+        m_progress(options.progress, options.live, options.verbose, spec.search.budget_trials),
+        m_watch_machine(trial_settings(spec).watch_machine && spec.search.busy != "ignore") {
     const bool resuming = options.resume && std::filesystem::exists(spec.output.journal);
     int next_trial = 1;
     if (resuming) next_trial = replay();
-    m_journal.emplace(spec.output.journal, /*truncate=*/!resuming);
+    if (resuming) {
+      std::optional<std::filesystem::path> aside;
+      try {
+        aside = cut_bad_tail(spec.output.journal, m_good_bytes);
+      } catch (const JournalError& e) {
+        throw TuneError(e.what());
+      }
+      if (aside)
+        m_progress.say(fmt::format("the journal's last line was not a whole record: cut from {} and kept in {}",
+                                   spec.output.journal.string(), aside->string()));
+    }
+    m_journal.emplace(spec.output.journal, /*fresh=*/!resuming);
     if (!resuming) m_journal->header(journal_header(spec));
     m_driver.emplace(m_scheduler, m_space, std::vector<TrialObserver*>{this}, next_trial);
   }
@@ -68,7 +83,10 @@ class TuningRun final : public TrialSource, public TrialObserver {
     if (m_spec.search.confirm > 0 && going_on()) guarded([&] { confirm(); });
     if (!m_spec.search.initial.empty()) m_study.find_baseline(m_spec.search.initial.front());
     if (m_spec.search.explain && going_on()) guarded([&] { explain(); });
-    if (const int rounds = remeasure_rounds(m_spec); rounds > 0 && going_on()) guarded([&] { remeasure(rounds); });
+    if (const int rounds = remeasure_rounds(m_spec); rounds > 0 && going_on()) {
+      guarded([&] { remeasure(rounds); });
+      m_study.keep_baseline_unless_shown_faster();
+    }
     m_progress.finish();
     m_study.elapsed_s = elapsed();
     return std::move(m_study);
@@ -98,7 +116,27 @@ class TuningRun final : public TrialSource, public TrialObserver {
       }
     }
     if (!p) return std::nullopt;
+    const std::optional<double> load = recent_foreign_cores();
+    if (m_spec.search.busy == "wait" && load && *load >= kBusyCores) wait_for_quiet(*load);
     p->stop_below = race_bar(m_study.trials, m_spec.search.race_margin);
+    // Racing compares against the incumbent's figure: under more load than
+    // it had, the bar is lowered by the share of the cores the load takes,
+    // and with (almost) no core left the trial is measured in full.
+    if (const TrialRecord* bar = best_full_trial(m_study.trials); bar && p->stop_below > 0 && load) {
+      const double cores = usable_cores();
+      const double then = bar->outcome.metric(metric::foreign_cores).value_or(0);
+      if (*load >= then + kBusyCores) {
+        const double left = cores - std::min(*load, cores);
+        p->stop_below = left < 0.5 ? 0 : p->stop_below * std::min(1.0, left / std::max(0.5, cores - then));
+        if (!m_said_no_race) {
+          m_said_no_race = true;
+          m_progress.say(fmt::format("the machine is busier ({:.1f} of {:.0f} cores used by other processes) than "
+                                     "when the incumbent was measured ({:.1f}): trials are raced against a bar "
+                                     "lowered to match, or measured in full",
+                                     *load, cores, then));
+        }
+      }
+    }
     ++m_started;
     return p;
   }
@@ -136,7 +174,9 @@ class TuningRun final : public TrialSource, public TrialObserver {
   int replay() {
     Replay r;
     try {
-      r = replay_journal(read_journal(m_spec.output.journal), m_space, m_spec.output.journal);
+      JournalContents contents = read_journal(m_spec.output.journal);
+      m_good_bytes = contents.good_bytes;
+      r = replay_journal(std::move(contents), m_space, m_spec.output.journal);
     } catch (const JournalError& e) {
       throw TuneError(e.what());
     } catch (const StudyError& e) {
@@ -147,6 +187,48 @@ class TuningRun final : public TrialSource, public TrialObserver {
     m_earlier_s = r.earlier_s;
     for (const auto& t : m_study.trials) m_strategy->tell(t.config, t.outcome);
     return r.next_trial;
+  }
+
+  // Other processes' cores since the last look (nullopt: not watched, or too soon to say).
+  std::optional<double> recent_foreign_cores() {
+    if (!m_watch_machine) return std::nullopt;
+    const LoadSnapshot now = take_load_snapshot();
+    std::optional<double> f = foreign_cores(m_last_look, now);
+    const double since = std::chrono::duration<double>(now.at - m_last_look.at).count();
+    if (!f || since < 0.5) {
+      std::optional<double> last;  // too soon: what the last trial read
+      for (const auto& t : m_study.trials)
+        if (auto x = t.outcome.metric(metric::foreign_cores)) last = x;
+      if (last) return last;
+      // Before the first trial: a short look.
+      std::this_thread::sleep_for(std::chrono::duration<double>(0.5 - std::max(0.0, since)));
+      const LoadSnapshot later = take_load_snapshot();
+      f = foreign_cores(m_last_look, later);
+      m_last_look = later;
+      return f;
+    }
+    m_last_look = now;
+    return f;
+  }
+
+  // search.busy: wait: the next trial starts once the machine has been quiet
+  // for two looks of a second, or after a minute (then it is measured anyway,
+  // and the summary says how busy the machine was).
+  void wait_for_quiet(double load) {
+    constexpr double kMaxWaitS = 60;
+    m_progress.say(fmt::format("the machine is busy ({:.1f} cores used by other processes): waiting up to {:.0f}s "
+                               "for it to be quiet before the next trial (search.busy: wait)",
+                               load, kMaxWaitS));
+    const auto t0 = Clock::now();
+    int quiet = 0;
+    while (quiet < 2 && !interrupted() && std::chrono::duration<double>(Clock::now() - t0).count() < kMaxWaitS) {
+      const auto f = sample_foreign_cores(1.0);
+      quiet = f && *f < kBusyCores ? quiet + 1 : 0;
+    }
+    m_last_look = take_load_snapshot();
+    const double waited = std::chrono::duration<double>(Clock::now() - t0).count();
+    m_progress.say(quiet >= 2 ? fmt::format("the machine is quiet again after {:.0f}s; carrying on", waited)
+                              : fmt::format("still busy after {:.0f}s; measuring anyway", waited));
   }
 
   double elapsed() const { return m_earlier_s + std::chrono::duration<double>(Clock::now() - m_t0).count(); }
@@ -209,23 +291,43 @@ class TuningRun final : public TrialSource, public TrialObserver {
   }
 
   // search.remeasure: the baseline and the answer measured again side by
-  // side, interleaved (baseline, answer, baseline, ...), so that the speedup
-  // reported compares measurements taken under the same conditions rather
-  // than the search's single runs, minutes apart (and the fastest of many,
-  // which selection inflates). Rounds already journaled count (--resume).
-  void remeasure(int rounds) {
+  // side in pairs, in ABBA order (baseline then answer, then answer then
+  // baseline, ...) so that a steady drift weighs on both alike, until the
+  // 90% interval of their ratio is within +-5% (three pairs at least) or
+  // `max_pairs` are measured. The speedup reported is theirs, not the
+  // search's single runs minutes apart (and the fastest of many, which
+  // selection inflates). Pairs already journaled count (--resume).
+  void remeasure(int max_pairs) {
     if (!m_study.baseline || !m_study.best || *m_study.best == m_study.baseline->config) return;
     const Config baseline = m_study.baseline->config, answer = *m_study.best;
-    const int n = 2 * rounds;
-    int done = static_cast<int>(m_study.baseline_again.size() + m_study.answer_again.size());
-    while (done < n) {
-      const bool of_baseline = m_study.baseline_again.size() <= m_study.answer_again.size();
+    constexpr int kMinPairs = 3;
+    const double target = std::log(1.05);
+    auto pairs_done = [&] { return std::min(m_study.baseline_again.size(), m_study.answer_again.size()); };
+    auto settled = [&] {
+      const std::size_t n = pairs_done();
+      if (static_cast<int>(n) >= max_pairs) return true;
+      if (static_cast<int>(n) < std::min(kMinPairs, max_pairs)) return false;
+      std::vector<double> logs;
+      for (std::size_t i = 0; i < n; ++i) {
+        const Outcome &b = m_study.baseline_again[i].outcome, &a = m_study.answer_again[i].outcome;
+        if (!a.ok() || !b.ok() || a.throughput <= 0 || b.throughput <= 0) return true;  // a failure ends it
+        logs.push_back(std::log(a.throughput / b.throughput));
+      }
+      const auto h = paired_half_width(logs);
+      return h && *h <= target;
+    };
+    while (!settled()) {
+      // Half a pair measured: its other half; else pair 0, 2, ... starts
+      // with the baseline, pair 1, 3, ... with the answer.
+      const std::size_t nb = m_study.baseline_again.size(), na = m_study.answer_again.size();
+      const bool of_baseline = nb != na ? nb < na : pairs_done() % 2 == 0;
       const std::optional<TrialRecord> t =
           measure_after_search(of_baseline ? baseline : answer,
                                of_baseline ? Phase::remeasure_baseline : Phase::remeasure_answer);
       if (!t) return;
       (of_baseline ? m_study.baseline_again : m_study.answer_again).push_back(*t);
-      m_progress.remeasure(*t, of_baseline ? "baseline" : "answer", ++done, n, elapsed());
+      const int done = static_cast<int>(m_study.baseline_again.size() + m_study.answer_again.size());
+      m_progress.remeasure(*t, of_baseline ? "baseline" : "answer", done, 2 * max_pairs, elapsed());
     }
   }
 
@@ -253,11 +355,15 @@ class TuningRun final : public TrialSource, public TrialObserver {
   Study m_study;
   std::deque<Config> m_rerun;  // started before a crash, never finished
   double m_earlier_s = 0;
+  std::size_t m_good_bytes = 0;  // the resumed journal's whole records
   Clock::time_point m_t0 = Clock::now();
   std::optional<double> m_best;
   int m_done = 0;
   int m_started = 0;
   bool m_said_cold = false;
+  bool m_said_no_race = false;
+  bool m_watch_machine = false;
+  LoadSnapshot m_last_look = take_load_snapshot();
 };
 
 }  // namespace

@@ -51,6 +51,10 @@ struct SearchSpec {
   // (bench/results/time_to_quality.md).
   static constexpr double kDefaultRaceMargin = 0.10;
   double race_margin = kDefaultRaceMargin;
+  // Other processes busy on the machine (tuner/run/machine_load.hpp):
+  // `warn` says so and carries on, `wait` holds each trial until the machine
+  // is quiet (with a cap), `ignore` says nothing.
+  std::string busy = "warn";
 };
 
 // Where trials run (`executor:`). See README "Parallel trials".
@@ -120,7 +124,7 @@ SpecLoadResult load_spec_text(const std::string& text, const std::string& name,
 // The config the README's first command runs when no --config is given.
 const std::string& embedded_default_spec();
 
-// search.remeasure as it applies to this spec: what it says, else 2 for the
+// search.remeasure as it applies to this spec (the most pairs): what it says, else 6 for the
 // command workload and 0 for the others.
 int remeasure_rounds(const Spec& spec);
 

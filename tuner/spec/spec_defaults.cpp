@@ -4,7 +4,7 @@
 namespace autotune {
 
 int remeasure_rounds(const Spec& spec) {
-  return spec.search.remeasure.value_or(spec.workload.kind == "command" ? 2 : 0);
+  return spec.search.remeasure.value_or(spec.workload.kind == "command" ? 6 : 0);
 }
 
 StrategyContext strategy_context(const SearchSpace& space, std::uint64_t seed, int budget,

@@ -17,8 +17,8 @@ namespace fs = std::filesystem;
 namespace {
 
 const std::vector<std::string> kWorkloadGenericKeys = {"kind", "timeout", "repeats", "isolation"};
-const std::vector<std::string> kSearchKeys = {"strategy", "budget", "seed",    "initial",  "confirm",
-                                             "parallel", "race",   "explain", "remeasure"};
+const std::vector<std::string> kSearchKeys = {"strategy", "budget",  "seed",      "initial", "confirm",
+                                             "parallel", "race",    "explain",   "remeasure", "busy"};
 const std::vector<std::string> kBudgetKeys = {"trials", "time", "until_converged"};
 const std::vector<std::string> kOutputKeys = {"tuned", "journal"};
 const std::vector<std::string> kExecutorKeys = {"kind",           "gpus",          "pin_cpus",
@@ -360,6 +360,8 @@ void read_search(YamlReader& r, const Entry& e, const SpaceRead& space, const Se
   if (const Entry* k = find(keys, "parallel"))
     if (auto v = r.get_int(k->value, k->loc, "search.parallel", kParallelRange)) s.parallel = static_cast<int>(*v);
   if (const Entry* k = find(keys, "initial")) read_initial(r, *k, "search.initial", space, built, s.initial);
+  if (const Entry* k = find(keys, "busy"))
+    if (auto v = r.get_choice(k->value, k->loc, "search.busy", {"warn", "wait", "ignore"})) s.busy = *v;
   // `race: false` turns racing off; a number is the margin under the
   // incumbent below which a trial is stopped early (tuner/record/racing.hpp).
   if (const Entry* k = find(keys, "race")) {

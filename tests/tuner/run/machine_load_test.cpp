@@ -1,0 +1,144 @@
+// What the rest of the machine does during a trial, read through the binary
+// as a user meets it: a busy loop beside a trial reads as about one foreign
+// core, a trial alone reads as the machine's ambient load, and
+// `search.busy: wait` holds a trial until a busy loop ends.
+//
+// The machine may be busy with other work (CI machines are shared): every
+// figure is taken against the ambient load read just before, and the suite
+// runs these tests alone (tests/CMakeLists.txt).
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <sstream>
+#include <string>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "tests/support/shell.hpp"
+#include "tests/support/test_dir.hpp"
+#include "tuner/run/machine_load.hpp"
+
+namespace {
+
+namespace fs = std::filesystem;
+
+// A process that spins on one core until killed, started and ended by its pid.
+class BusyLoop {
+ public:
+  BusyLoop() {
+    m_pid = ::fork();
+    if (m_pid == 0) {
+      volatile unsigned long n = 0;
+      for (;;) n = n + 1;
+    }
+  }
+  ~BusyLoop() { stop(); }
+  void stop() {
+    if (m_pid <= 0) return;
+    ::kill(m_pid, SIGKILL);
+    ::waitpid(m_pid, nullptr, 0);
+    m_pid = -1;
+  }
+
+ private:
+  pid_t m_pid = -1;
+};
+
+std::string read(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+class MachineLoad : public ::testing::Test {
+ protected:
+  void SetUp() override { m_dir = autotune::testing::fresh_test_dir("machine_load"); }
+  void TearDown() override { fs::remove_all(m_dir); }
+
+  // One trial of a job that sleeps `seconds` (using no CPU itself); its foreign_cores.
+  std::optional<double> one_sleeping_trial(double seconds, const std::string& search_extra = "") {
+    std::ofstream(m_dir / "job.sh") << "sleep " << seconds << "\necho '{\"throughput\": 10}'\n";
+    std::ofstream(m_dir / "space.yaml") << "workload: {kind: command, timeout: 120s, command: \"sh "
+                                        << (m_dir / "job.sh").string() << "\"}\n"
+                                        << "space:\n  x: {values: [1]}\n"
+                                        << "search: {strategy: grid, budget: 1" << search_extra << "}\n"
+                                        << "output: {tuned: " << (m_dir / "tuned.yaml").string() << "}\n";
+    const auto r = autotune::testing::run_shell(std::string(AUTOTUNE_BINARY) + " " + (m_dir / "space.yaml").string() +
+                                                " --fresh 2>&1");
+    EXPECT_EQ(r.status, 0) << r.out;
+    m_out = r.out;
+    std::istringstream lines(read(m_dir / "tuned.journal.jsonl"));
+    for (std::string l; std::getline(lines, l);) {
+      const auto rec = nlohmann::json::parse(l);
+      if (rec["type"] == "finish" && rec["metrics"].contains("foreign_cores"))
+        return rec["metrics"]["foreign_cores"].get<double>();
+    }
+    return std::nullopt;
+  }
+  fs::path m_dir;
+  std::string m_out;
+};
+
+TEST_F(MachineLoad, ATrialAloneReadsTheAmbientLoadAndABusyLoopBesideItReadsAsOneCore) {
+  if (autotune::usable_cores() < 2) GTEST_SKIP() << "needs two cores: one for the loop, one for the rest";
+  const auto ambient = autotune::sample_foreign_cores(2.0);
+  ASSERT_TRUE(ambient);
+  const auto alone = one_sleeping_trial(2.0);
+  ASSERT_TRUE(alone) << m_out;
+  EXPECT_LT(*alone, *ambient + 0.2) << "ambient " << *ambient;
+
+  const auto ambient2 = autotune::sample_foreign_cores(2.0);
+  ASSERT_TRUE(ambient2);
+  BusyLoop loop;
+  const auto beside = one_sleeping_trial(2.0);
+  loop.stop();
+  ASSERT_TRUE(beside) << m_out;
+  // On a machine whose other cores are taken too, the loop gets less than a core.
+  if (*ambient2 > autotune::usable_cores() - 1.5) GTEST_SKIP() << "the machine is too busy: " << *ambient2;
+  EXPECT_NEAR(*beside - *ambient2, 1.0, 0.25) << "ambient " << *ambient2;
+  EXPECT_NE(m_out.find("machine: other processes used"), std::string::npos) << m_out;
+}
+
+TEST_F(MachineLoad, BusyWaitHoldsTheTrialWhileALoopRunsAndStartsItAfterTheLoopEnds) {
+  if (autotune::usable_cores() < 2) GTEST_SKIP() << "needs two cores";
+  if (const auto ambient = autotune::sample_foreign_cores(1.0); !ambient || *ambient >= 0.3)
+    GTEST_SKIP() << "the machine is busy without our loop: the trial would wait for it too";
+  std::ofstream(m_dir / "job.sh") << "echo '{\"throughput\": 10}'\n";
+  std::ofstream(m_dir / "space.yaml") << "workload: {kind: command, timeout: 120s, command: \"sh "
+                                      << (m_dir / "job.sh").string() << "\"}\n"
+                                      << "space:\n  x: {values: [1]}\n"
+                                      << "search: {strategy: grid, budget: 1, busy: wait}\n"
+                                      << "output: {tuned: " << (m_dir / "tuned.yaml").string() << "}\n";
+  auto loop = std::make_unique<BusyLoop>();
+  const fs::path log = m_dir / "run.log";
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    const std::string cmd = "exec " + std::string(AUTOTUNE_BINARY) + " " + (m_dir / "space.yaml").string() + " >" +
+                            log.string() + " 2>&1";
+    ::execl("/bin/sh", "sh", "-c", cmd.c_str(), nullptr);
+    ::_exit(127);
+  }
+  auto wait_for = [](const std::function<bool()>& done) {
+    const auto limit = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (!done() && std::chrono::steady_clock::now() < limit) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    return done();
+  };
+  ASSERT_TRUE(wait_for([&] { return read(log).find("waiting up to") != std::string::npos; })) << read(log);
+  // Held: the journal has its header and no trial.
+  EXPECT_EQ(read(m_dir / "tuned.journal.jsonl").find("\"type\":\"start\""), std::string::npos);
+  loop.reset();
+  int st = 0;
+  ::waitpid(pid, &st, 0);
+  ASSERT_TRUE(WIFEXITED(st)) << read(log);
+  EXPECT_EQ(WEXITSTATUS(st), 0) << read(log);
+  EXPECT_NE(read(log).find("quiet again"), std::string::npos) << read(log);
+  EXPECT_NE(read(m_dir / "tuned.journal.jsonl").find("\"type\":\"finish\""), std::string::npos);
+}
+
+}  // namespace

@@ -1,0 +1,124 @@
+#include "tuner/run/machine_load.hpp"
+
+#include <dirent.h>
+#include <sched.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+namespace autotune {
+namespace {
+
+double ticks_per_second() {
+  static const double hz = [] {
+    const long t = ::sysconf(_SC_CLK_TCK);
+    return t > 0 ? static_cast<double>(t) : 100.0;
+  }();
+  return hz;
+}
+
+// Busy CPU ticks of the whole machine, from /proc/stat's first line.
+std::optional<double> machine_busy_ticks() {
+  std::ifstream in("/proc/stat");
+  std::string cpu;
+  if (!(in >> cpu) || cpu != "cpu") return std::nullopt;
+  // user nice system idle iowait irq softirq steal (guest is inside user)
+  double v[8] = {};
+  for (double& x : v)
+    if (!(in >> x)) return std::nullopt;
+  return v[0] + v[1] + v[2] + v[5] + v[6] + v[7];
+}
+
+struct ProcTimes {
+  long ppid = 0;
+  double ticks = 0;  // utime + stime + cutime + cstime
+};
+
+// One /proc/PID/stat: the parent and the CPU ticks, or nullopt (gone, unreadable).
+std::optional<ProcTimes> read_proc(const char* pid) {
+  std::ifstream in(std::string("/proc/") + pid + "/stat");
+  if (!in) return std::nullopt;
+  std::string text;
+  std::getline(in, text);
+  // The command name may hold spaces and parentheses: fields start after the last ')'.
+  const auto close = text.rfind(')');
+  if (close == std::string::npos) return std::nullopt;
+  std::istringstream rest(text.substr(close + 2));
+  std::string field;
+  ProcTimes t;
+  // fields from 3 (state): ppid is 4, utime 14, stime 15, cutime 16, cstime 17
+  for (int i = 3; i <= 17 && rest >> field; ++i) {
+    if (i == 4) t.ppid = std::strtol(field.c_str(), nullptr, 10);
+    if (i >= 14) t.ticks += std::strtod(field.c_str(), nullptr);
+  }
+  return t;
+}
+
+// CPU ticks of this process and all its live descendants.
+double tree_ticks() {
+  std::unordered_map<long, ProcTimes> procs;
+  if (DIR* d = ::opendir("/proc")) {
+    while (const dirent* e = ::readdir(d)) {
+      if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
+      if (auto t = read_proc(e->d_name)) procs.emplace(std::strtol(e->d_name, nullptr, 10), *t);
+    }
+    ::closedir(d);
+  }
+  const long self = ::getpid();
+  std::unordered_map<long, std::vector<long>> children;
+  for (const auto& [pid, t] : procs) children[t.ppid].push_back(pid);
+  double sum = 0;
+  std::vector<long> todo = {self};
+  while (!todo.empty()) {
+    const long pid = todo.back();
+    todo.pop_back();
+    if (auto it = procs.find(pid); it != procs.end()) sum += it->second.ticks;
+    if (auto it = children.find(pid); it != children.end())
+      todo.insert(todo.end(), it->second.begin(), it->second.end());
+  }
+  return sum;
+}
+
+}  // namespace
+
+LoadSnapshot take_load_snapshot() {
+  LoadSnapshot s;
+  s.at = std::chrono::steady_clock::now();
+  const auto busy = machine_busy_ticks();
+  if (!busy) return s;
+  s.ours_s = tree_ticks() / ticks_per_second();
+  s.machine_busy_s = *busy / ticks_per_second();
+  s.valid = true;
+  return s;
+}
+
+std::optional<double> foreign_cores(const LoadSnapshot& from, const LoadSnapshot& to) {
+  if (!from.valid || !to.valid) return std::nullopt;
+  const double wall = std::chrono::duration<double>(to.at - from.at).count();
+  if (wall < 0.05) return std::nullopt;
+  const double foreign = (to.machine_busy_s - from.machine_busy_s) - (to.ours_s - from.ours_s);
+  return std::max(0.0, foreign / wall);
+}
+
+int usable_cores() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (::sched_getaffinity(0, sizeof set, &set) == 0) return std::max(1, CPU_COUNT(&set));
+  return std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+}
+
+std::optional<double> sample_foreign_cores(double seconds) {
+  const LoadSnapshot a = take_load_snapshot();
+  std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
+  return foreign_cores(a, take_load_snapshot());
+}
+
+}  // namespace autotune

@@ -1,0 +1,42 @@
+#pragma once
+// What the rest of the machine does while autotune measures: the CPU time
+// of every process outside autotune's own tree (autotune, its trials, their
+// workers, and what they reaped), in cores, between two snapshots.
+//
+//   foreign cores = (busy CPU time of the machine - CPU time of our tree) / wall time
+//
+// The machine's busy time is /proc/stat's `cpu` line (user, nice, system,
+// irq, softirq, steal); our tree's is the sum over our live processes of
+// their own and their reaped children's time (/proc/PID/stat utime, stime,
+// cutime, cstime). A trial's figure is the snapshot at its start against
+// the one at its end, so a job that another job slows is seen as such.
+// Without /proc (not Linux) every reading is empty.
+#include <chrono>
+#include <optional>
+
+namespace autotune {
+
+// Other processes' use at or above which the machine counts as busy, in cores.
+inline constexpr double kBusyCores = 0.5;
+
+struct LoadSnapshot {
+  std::chrono::steady_clock::time_point at;
+  double machine_busy_s = 0;  // CPU seconds the machine spent busy since boot
+  double ours_s = 0;          // CPU seconds of autotune's tree
+  bool valid = false;
+};
+
+LoadSnapshot take_load_snapshot();
+
+// Cores' worth of CPU used by other processes between `from` and `to`
+// (>= 0); nullopt when either is invalid or they are too close together
+// (under 50 ms) to say.
+std::optional<double> foreign_cores(const LoadSnapshot& from, const LoadSnapshot& to);
+
+// The cores this process may run on (its affinity), at least 1.
+int usable_cores();
+
+// A look at the machine over `seconds` (a blocking sample).
+std::optional<double> sample_foreign_cores(double seconds);
+
+}  // namespace autotune
