@@ -17,9 +17,19 @@ std::string read_text(const std::filesystem::path& p) {
   return ss.str();
 }
 
+// Into a new string, in one pass: replacing in place moves the rest of the
+// text at every match, quadratic in a plot of many points.
 void replace_all(std::string& s, const std::string& from, const std::string& to) {
-  for (std::size_t pos = s.find(from); pos != std::string::npos; pos = s.find(from, pos + to.size()))
-    s.replace(pos, from.size(), to);
+  std::string out;
+  out.reserve(s.size());
+  std::size_t done = 0;
+  for (std::size_t pos = s.find(from); pos != std::string::npos; pos = s.find(from, done)) {
+    out.append(s, done, pos - done);
+    out += to;
+    done = pos + from.size();
+  }
+  out.append(s, done, std::string::npos);
+  s = std::move(out);
 }
 
 // The <svg> element alone, its ids made unique to this plot: every gnuplot
