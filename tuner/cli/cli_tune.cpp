@@ -12,6 +12,7 @@
 #include "tuner/cli/cli_commands.hpp"
 #include "tuner/cli/cli_common.hpp"
 #include "tuner/record/emitter.hpp"
+#include "tuner/record/drift.hpp"
 #include "tuner/record/explain.hpp"
 #include "tuner/run/interrupt.hpp"
 #include "tuner/run/machine_load.hpp"
@@ -75,7 +76,8 @@ std::string why_not_the_fastest(const Spec& spec, const Study& r) {
 // that shared it the most; empty when nothing was read.
 std::string machine_line(const Study& r) {
   std::vector<std::pair<double, int>> foreign;  // (cores, trial)
-  for (const auto* records : {&r.trials, &r.confirmations, &r.explanations, &r.baseline_again, &r.answer_again})
+  for (const auto* records :
+       {&r.trials, &r.confirmations, &r.explanations, &r.baseline_again, &r.answer_again, &r.controls})
     for (const TrialRecord& t : *records)
       if (const auto f = t.outcome.metric(metric::foreign_cores)) foreign.emplace_back(*f, t.trial);
   if (foreign.empty()) return {};
@@ -85,11 +87,19 @@ std::string machine_line(const Study& r) {
   std::sort(foreign.begin(), foreign.end(), std::greater<>());
   std::string line = fmt::format("other processes used {:.1f} of {} cores on average while trials ran", mean,
                                  usable_cores());
-  if (foreign.front().first < kBusyCores) return line + " (quiet)";
+  std::string controls;
+  if (!r.controls.empty()) {
+    const double drift = largest_drift(r);
+    controls = fmt::format("; the control measured again {} time{}{}", r.controls.size(),
+                           r.controls.size() == 1 ? "" : "s",
+                           drift > 0 ? fmt::format(", trials read against the nearest (drift up to {:.0f}%)", drift * 100)
+                                     : std::string(", no drift beyond the noise"));
+  }
+  if (foreign.front().first < kBusyCores) return line + " (quiet)" + controls;
   std::string most;
   for (std::size_t i = 0; i < foreign.size() && i < 3 && foreign[i].first >= kBusyCores; ++i)
     most += fmt::format("{}trial {} ({:.1f})", most.empty() ? "" : ", ", foreign[i].second, foreign[i].first);
-  return line + "; most beside: " + most + "; figures taken under load scatter";
+  return line + "; most beside: " + most + "; figures taken under load scatter" + controls;
 }
 
 // When the answer's loader workers (over all ranks) outnumber the cores

@@ -90,12 +90,14 @@ void mark_phase(nlohmann::json& rec, Phase phase) {
     case Phase::explain: rec["explain"] = true; break;
     case Phase::remeasure_baseline: rec["remeasure"] = "baseline"; break;
     case Phase::remeasure_answer: rec["remeasure"] = "answer"; break;
+    case Phase::control: rec["control"] = true; break;
   }
 }
 
 Phase phase_of(const nlohmann::json& rec) {
   if (rec.value("confirm", false)) return Phase::confirm;
   if (rec.value("explain", false)) return Phase::explain;
+  if (rec.value("control", false)) return Phase::control;
   const std::string again = rec.value("remeasure", "");
   if (again == "baseline") return Phase::remeasure_baseline;
   if (again == "answer") return Phase::remeasure_answer;

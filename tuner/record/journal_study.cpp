@@ -1,6 +1,7 @@
 #include "tuner/record/journal_study.hpp"
 
 #include "tuner/record/confirm.hpp"
+#include "tuner/record/drift.hpp"
 #include "tuner/record/explain.hpp"
 
 #include <algorithm>
@@ -98,11 +99,15 @@ std::string decide_answer(const Spec& spec, const JournalContents& j, Study& r) 
     strategy = make_strategy(spec.search.strategy,
                              strategy_context(spec.space, spec.search.seed, spec.search.budget_trials,
                                               spec.search.initial, spec.limits));
-  for (const JournalTrial* t : finished_search_trials(j)) {
-    const Config c = config_in(spec.space, *t);
-    if (strategy) strategy->tell(c, *t->outcome);
-    r.trials.push_back({t->trial, c, *t->outcome, true});
-  }
+  for (const JournalTrial* t : finished_search_trials(j))
+    r.trials.push_back({t->trial, config_in(spec.space, *t), *t->outcome, true});
+  // The search's trials as the run read them: against the control measured nearest each.
+  for (const auto& t : j.trials)
+    if (t.phase == Phase::control && t.outcome) r.controls.push_back({t.trial, config_in(spec.space, t), *t.outcome, true});
+  if (const auto control = drift_control_config(r, spec.search.initial); control && !r.controls.empty())
+    apply_drift_control(r, *control);
+  if (strategy)
+    for (const auto& t : r.trials) strategy->tell(t.config, t.outcome);
   if (j.recommendation || strategy) {
     std::optional<Config> recommended;
     if (!j.recommendation) {
@@ -124,7 +129,7 @@ std::string decide_answer(const Spec& spec, const JournalContents& j, Study& r) 
 
   // The measurements after the search, each where the run kept it.
   for (const auto& t : j.trials)
-    if (auto* into = after_search_records(r, t.phase); into && t.outcome)
+    if (auto* into = after_search_records(r, t.phase); into && t.outcome && t.phase != Phase::control)
       into->push_back({t.trial, config_in(spec.space, t), *t.outcome, true});
   std::vector<Config> confirmed_configs;
   for (const auto& t : r.confirmations)

@@ -160,6 +160,7 @@ std::vector<TrialRecord>* after_search_records(Study& s, Phase phase) {
     case Phase::explain: return &s.explanations;
     case Phase::remeasure_baseline: return &s.baseline_again;
     case Phase::remeasure_answer: return &s.answer_again;
+    case Phase::control: return &s.controls;
   }
   return nullptr;
 }

@@ -19,7 +19,9 @@ struct JournalContents;
 
 // What a trial was measured for: the search, or one of the measurements
 // after it (journaled as "confirm":true, "explain":true, "remeasure":"baseline"|"answer").
-enum class Phase { search, confirm, explain, remeasure_baseline, remeasure_answer };
+// control: the control configuration measured again during the search, so
+// that trials are compared under the conditions nearest them (tuner/record/drift.hpp).
+enum class Phase { search, confirm, explain, remeasure_baseline, remeasure_answer, control };
 
 struct TrialRecord {
   int trial = 0;
@@ -60,6 +62,7 @@ struct Study {
   std::vector<KnobRow> knobs;              // search.explain: what each knob the answer moved is worth
   std::vector<TrialRecord> baseline_again;  // search.remeasure: the baseline measured again, side by side
   std::vector<TrialRecord> answer_again;    // ... with the answer, interleaved after the search
+  std::vector<TrialRecord> controls;        // the control configuration measured again during the search
   std::optional<Config> best;              // the strategy's recommendation among measured ones, or the confirmed choice
   std::optional<Outcome> best_outcome;     // what was measured for it (confirmed: its re-measurement)
   std::optional<TrialRecord> baseline;     // the first `initial` configuration, when measured

@@ -139,6 +139,7 @@ std::string trials_panel(const JournalStudy& s) {
       case Phase::explain: note = "a knob put back (explain)"; break;
       case Phase::remeasure_baseline: note = "the baseline again, beside the answer"; break;
       case Phase::remeasure_answer: note = "the answer again, beside the baseline"; break;
+      case Phase::control: note = "the control again (drift)"; break;
     }
     if (!j.outcome) {
       row.push_back(cell("running", std::nullopt, "status-running"));

@@ -10,6 +10,7 @@
 
 #include "core/metric_names.hpp"
 #include "tuner/record/confirm.hpp"
+#include "tuner/record/drift.hpp"
 #include "tuner/run/driver.hpp"
 #include "tuner/record/explain.hpp"
 #include "tuner/run/interrupt.hpp"
@@ -65,6 +66,7 @@ class TuningRun final : public TrialSource, public TrialObserver {
     guarded([&] {
       m_started = static_cast<int>(m_study.trials.size());
       m_study.stopped_by = m_driver->run(*this);
+      release_held();
     });
     std::optional<Config> recommended;
     // Journaled, so that the report reads the answer rather than replaying the strategy.
@@ -102,6 +104,12 @@ class TuningRun final : public TrialSource, public TrialObserver {
 
   std::optional<Proposal> next() override {
     std::optional<Proposal> p;
+    if (m_control_due && !m_control_in_flight && m_control) {
+      m_control_due = false;
+      m_control_in_flight = true;
+      return Proposal{*m_control, "control", Phase::control};
+    }
+    if (m_control_in_flight) return std::nullopt;  // the trials after it wait for it
     if (!m_rerun.empty()) {
       p = Proposal{m_rerun.front(), "rerun"};
       m_rerun.pop_front();
@@ -119,12 +127,20 @@ class TuningRun final : public TrialSource, public TrialObserver {
     const std::optional<double> load = recent_foreign_cores();
     if (m_spec.search.busy == "wait" && load && *load >= kBusyCores) wait_for_quiet(*load);
     p->stop_below = race_bar(m_study.trials, m_spec.search.race_margin);
-    // Racing compares against the incumbent's figure: under more load than
-    // it had, the bar is lowered by the share of the cores the load takes,
+    // Trials are read against the control (tuner/record/drift.hpp): the bar,
+    // in those terms, is put back in the terms of the latest control
+    // measurement. Beyond it, under more load than the bar was measured
+    // with, the bar is lowered by the share of the cores the load takes,
     // and with (almost) no core left the trial is measured in full.
-    if (const TrialRecord* bar = best_full_trial(m_study.trials); bar && p->stop_below > 0 && load) {
+    std::optional<double> bar_load;
+    if (const TrialRecord* bar = best_full_trial(m_study.trials)) bar_load = bar->outcome.metric(metric::foreign_cores);
+    if (m_control && !m_study.controls.empty()) {
+      p->stop_below /= drift_factor_now(m_study, *m_control);
+      bar_load = m_study.controls.back().outcome.metric(metric::foreign_cores);
+    }
+    if (p->stop_below > 0 && load && bar_load) {
       const double cores = usable_cores();
-      const double then = bar->outcome.metric(metric::foreign_cores).value_or(0);
+      const double then = *bar_load;
       if (*load >= then + kBusyCores) {
         const double left = cores - std::min(*load, cores);
         p->stop_below = left < 0.5 ? 0 : p->stop_below * std::min(1.0, left / std::max(0.5, cores - then));
@@ -141,8 +157,45 @@ class TuningRun final : public TrialSource, public TrialObserver {
     return p;
   }
 
+  // A search trial is told to the strategy as read against the control;
+  // while a control measurement is due or running, the trials wait for it,
+  // so that the one that saw the load change is read with it.
   void tell(const Finished& f) override {
-    m_strategy->tell(f.proposal.config, f.outcome);
+    if (f.proposal.phase == Phase::control) {
+      m_control_in_flight = false;
+      m_since_control = 0;
+      m_control_load = f.outcome.metric(metric::foreign_cores).value_or(m_control_load);
+      release_held();
+      return;
+    }
+    if (f.proposal.phase != Phase::search) return tell_strategy(f.proposal.config, f.outcome);
+    if (!m_control && m_watch_machine) {
+      m_control = drift_control_config(m_study, m_spec.search.initial);
+      if (m_control)
+        for (const auto& t : m_study.trials)
+          if (t.config == *m_control) m_control_load = t.outcome.metric(metric::foreign_cores).value_or(0);
+    }
+    ++m_since_control;
+    if (m_control && !m_control_due && !m_control_in_flight) {
+      const double load = f.outcome.metric(metric::foreign_cores).value_or(m_control_load);
+      m_control_due = m_since_control >= kControlEvery || std::abs(load - m_control_load) >= kBusyCores;
+    }
+    m_held.push_back(f.trial);
+    if (!m_control_due && !m_control_in_flight) release_held();
+  }
+
+  // The held search trials, told as read against the controls measured so far.
+  void release_held() {
+    if (m_held.empty()) return;
+    if (m_control) apply_drift_control(m_study, *m_control);
+    for (const int trial : m_held)
+      for (const auto& t : m_study.trials)
+        if (t.trial == trial) tell_strategy(t.config, t.outcome);
+    m_held.clear();
+  }
+
+  void tell_strategy(const Config& c, const Outcome& o) {
+    m_strategy->tell(c, o);
     for (auto& note : m_strategy->take_notes()) {
       m_journal->note(note, elapsed());
       m_progress.note(note);
@@ -158,6 +211,17 @@ class TuningRun final : public TrialSource, public TrialObserver {
 
   void finished(const Finished& f) override {
     m_journal->finished(f.trial, f.config, f.outcome, elapsed(), f.proposal.phase);
+    if (f.proposal.phase == Phase::control) {
+      m_study.controls.push_back({f.trial, f.proposal.config, f.outcome, false});
+      const double before = m_control ? drift_factor_now(m_study, *m_control) : 1.0;
+      m_progress.say(fmt::format("control trial {}: {} ({}){}", f.trial,
+                                 f.outcome.ok() ? fmt::format("{:.1f} samples/s", f.outcome.throughput)
+                                                : std::string(to_string(f.outcome.status)),
+                                 m_space.to_assignment(f.proposal.config).describe(),
+                                 before != 1.0 ? fmt::format("; later trials read x{:.2f} against it", before)
+                                               : std::string()));
+      return;
+    }
     if (f.proposal.phase != Phase::search) return;
     m_study.trials.push_back({f.trial, f.proposal.config, f.outcome, false});
     m_progress.trial(m_study.trials.back(), best_of(m_study.trials.back()), elapsed(), ++m_done);
@@ -185,6 +249,14 @@ class TuningRun final : public TrialSource, public TrialObserver {
     m_study = std::move(r.study);
     m_rerun = std::move(r.unfinished);
     m_earlier_s = r.earlier_s;
+    if (m_watch_machine) m_control = drift_control_config(m_study, m_spec.search.initial);
+    if (m_control) {
+      apply_drift_control(m_study, *m_control);
+      for (const auto& t : m_study.trials)
+        if (t.config == *m_control) m_control_load = t.outcome.metric(metric::foreign_cores).value_or(0);
+      if (!m_study.controls.empty())
+        m_control_load = m_study.controls.back().outcome.metric(metric::foreign_cores).value_or(m_control_load);
+    }
     for (const auto& t : m_study.trials) m_strategy->tell(t.config, t.outcome);
     return r.next_trial;
   }
@@ -362,6 +434,15 @@ class TuningRun final : public TrialSource, public TrialObserver {
   int m_started = 0;
   bool m_said_cold = false;
   bool m_said_no_race = false;
+  // Drift control (tuner/record/drift.hpp): the control, whether a
+  // measurement of it is due or running, the search trials since the last
+  // one, the load it was measured under, the trials told once it is back.
+  static constexpr int kControlEvery = 10;
+  std::optional<Config> m_control;
+  bool m_control_due = false, m_control_in_flight = false;
+  int m_since_control = 0;
+  double m_control_load = 0;
+  std::vector<int> m_held;
   bool m_watch_machine = false;
   LoadSnapshot m_last_look = take_load_snapshot();
 };

@@ -20,6 +20,7 @@
 #include <thread>
 
 #include <nlohmann/json.hpp>
+#include <yaml-cpp/yaml.h>
 
 #include "tests/support/shell.hpp"
 #include "tests/support/test_dir.hpp"
@@ -139,6 +140,60 @@ TEST_F(MachineLoad, BusyWaitHoldsTheTrialWhileALoopRunsAndStartsItAfterTheLoopEn
   EXPECT_EQ(WEXITSTATUS(st), 0) << read(log);
   EXPECT_NE(read(log).find("quiet again"), std::string::npos) << read(log);
   EXPECT_NE(read(m_dir / "tuned.journal.jsonl").find("\"type\":\"finish\""), std::string::npos);
+}
+
+// A load that starts mid-session (a busy loop, and the job running at half
+// speed) makes every later trial read slower. Drift control measures the
+// control (the baseline) again when the load changes and reads the later
+// trials against it, so the fastest configuration, measured last, is still
+// the answer.
+TEST_F(MachineLoad, ALoadThatStartsMidSessionIsReadAgainstTheControlMeasuredUnderIt) {
+  if (autotune::usable_cores() < 2) GTEST_SKIP() << "needs two cores";
+  if (const auto ambient = autotune::sample_foreign_cores(1.0); !ambient || *ambient >= 0.3)
+    GTEST_SKIP() << "the machine is busy without our loop: the change would not be ours";
+  // x = 4 waits for `go`, which the test gives once the load has begun.
+  std::ofstream(m_dir / "job.sh") << "cd " << m_dir.string() << "\n"
+                                  << "if [ \"$AUTOTUNE_X\" = 4 ]; then while [ ! -e go ]; do sleep 0.05; done; sleep 1; fi\n"
+                                  << "t=$((100 + 10 * AUTOTUNE_X)); [ -e slow ] && t=$((t / 2))\n"
+                                  << "sleep 0.3; echo \"{\\\"throughput\\\": $t}\"\n";
+  std::ofstream(m_dir / "space.yaml") << "workload: {kind: command, timeout: 120s, command: \"sh "
+                                      << (m_dir / "job.sh").string() << "\"}\n"
+                                      << "space:\n  x: {values: [1, 2, 3, 4, 5, 6, 7, 8]}\n"
+                                      << "search: {strategy: grid, budget: 8, explain: false, remeasure: 0, race: false, "
+                                         "initial: [{x: 1}]}\n"
+                                      << "output: {tuned: " << (m_dir / "tuned.yaml").string() << "}\n";
+  const fs::path log = m_dir / "run.log";
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    const std::string cmd = "exec " + std::string(AUTOTUNE_BINARY) + " " + (m_dir / "space.yaml").string() + " >" +
+                            log.string() + " 2>&1";
+    ::execl("/bin/sh", "sh", "-c", cmd.c_str(), nullptr);
+    ::_exit(127);
+  }
+  auto wait_for = [](const std::function<bool()>& done) {
+    const auto limit = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+    while (!done() && std::chrono::steady_clock::now() < limit) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    return done();
+  };
+  auto finished = [&] {
+    std::size_t n = 0;
+    const std::string j = read(m_dir / "tuned.journal.jsonl");
+    for (auto p = j.find("\"type\":\"finish\""); p != std::string::npos; p = j.find("\"type\":\"finish\"", p + 1)) ++n;
+    return n;
+  };
+  ASSERT_TRUE(wait_for([&] { return finished() >= 3; })) << read(log);
+  auto loop = std::make_unique<BusyLoop>();
+  std::ofstream(m_dir / "slow").close();
+  std::ofstream(m_dir / "go").close();
+  int st = 0;
+  ::waitpid(pid, &st, 0);
+  loop.reset();
+  ASSERT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0) << read(log);
+  const std::string journal = read(m_dir / "tuned.journal.jsonl");
+  EXPECT_NE(journal.find("\"control\":true"), std::string::npos) << read(log);
+  EXPECT_NE(read(log).find("control trial"), std::string::npos) << read(log);
+  const YAML::Node tuned = YAML::LoadFile((m_dir / "tuned.yaml").string());
+  EXPECT_EQ(tuned["best"]["x"].as<int>(), 8) << read(m_dir / "tuned.yaml") << read(log);
 }
 
 }  // namespace
