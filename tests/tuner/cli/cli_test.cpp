@@ -414,6 +414,23 @@ TEST_F(Cli, CtrlCNamesTheCommandThatResumes) {
   EXPECT_LT(before, 24u);
 }
 
+// Closing the terminal (SIGHUP) stops the run as Ctrl-C does: the best so
+// far written, the finished trials kept and the command that carries on said.
+TEST_F(Cli, HangupStopsLikeCtrlC) {
+  auto spec = write("space.yaml", synthetic_spec("400", ", trial_seconds: 0.1"));
+  const auto err = m_dir / "err.txt";
+  pid_t pid = spawn("--config " + spec.string() + " --quiet 2>" + err.string());
+  const int status = stop_when(pid, SIGHUP, [&] { return count_finished(m_dir / "tuned.journal.jsonl") >= 1; });
+  EXPECT_TRUE(status == 129 || status == 130) << status;
+  ASSERT_TRUE(written(m_dir / "tuned.yaml"));
+  YAML::Node y = YAML::LoadFile((m_dir / "tuned.yaml").string());
+  EXPECT_EQ(y["search"]["stopped_by"].as<std::string>(), "interrupted");
+  EXPECT_GE(y["search"]["trials"].as<std::size_t>(), 1u);
+  std::ifstream e(err);
+  const std::string said((std::istreambuf_iterator<char>(e)), std::istreambuf_iterator<char>());
+  EXPECT_NE(said.find(" --quiet --resume\n"), std::string::npos) << said;
+}
+
 TEST_F(Cli, SigkilledTunerResumesWithoutLosingOrRepeatingTrials) {
   // Trials in child processes (the default isolation), each taking 0.15 s.
   auto spec = write("space.yaml", synthetic_spec("24", ", trial_seconds: 0.15"));
