@@ -111,6 +111,19 @@ class Cli : public ::testing::Test {
   fs::path m_dir;
 };
 
+// A knob whose AUTOTUNE_<NAME> is the tool's own is refused before anything
+// runs, where it was written.
+TEST_F(Cli, ValidateRefusesAKnobNamedLikeTheToolsOwnVariables) {
+  auto spec = write("space.yaml", "workload: {kind: synthetic}\nspace:\n  batch_size: [16, 32]\n  stop_below: [1, 2]\n"
+                                  "output: {tuned: " + (m_dir / "tuned.yaml").string() + "}\n");
+  CliRun v = run("validate " + spec.string());
+  EXPECT_EQ(v.status, 2) << v.out;
+  EXPECT_NE(v.out.find(spec.string() + ":4:3: space.stop_below: expected"), std::string::npos) << v.out;
+  EXPECT_NE(v.out.find("AUTOTUNE_STOP_BELOW"), std::string::npos) << v.out;
+  EXPECT_EQ(run(spec.string() + " --quiet").status, 2);
+  EXPECT_FALSE(fs::exists(m_dir / "tuned.yaml"));
+}
+
 TEST_F(Cli, HelpListsSubcommandsAndOverrides) {
   CliRun r = run("--help");
   EXPECT_EQ(r.status, 0);

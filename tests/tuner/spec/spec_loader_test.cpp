@@ -93,6 +93,16 @@ const Broken kBroken[] = {
     {"UnknownTopKey", kHead + "serach: {strategy: random}\n", 4, 1, "serach", "did you mean 'search'?"},
     {"DuplicateTopKey", kHead + "space:\n  num_workers: [0, 1]\n", 4, 1, "space", "first at line 2"},
     {"DuplicateParameter", kHead + "  batch_size: [8]\n", 4, 3, "space.batch_size", "duplicate key"},
+    // A knob is AUTOTUNE_<NAME> in a trial's environment: not one the tool
+    // sets (it would be overwritten: `stop_below` would become the racing
+    // bar), nor another knob's.
+    {"KnobNamedTrial", kHead + "  trial: [1, 2]\n", 4, 3, "space.trial", "AUTOTUNE_TRIAL"},
+    {"KnobNamedResult", kHead + "  result: [a, b]\n", 4, 3, "space.result", "AUTOTUNE_RESULT"},
+    {"KnobNamedStopBelow", kHead + "  stop_below: [1, 2]\n", 4, 3, "space.stop_below", "AUTOTUNE_STOP_BELOW"},
+    {"KnobNamedTrialStart", kHead + "  Trial_Start: [1, 2]\n", 4, 3, "space.Trial_Start", "AUTOTUNE_TRIAL_START"},
+    {"KnobNamedWarmDir", kHead + "  warm_dir: [1, 2]\n", 4, 3, "space.warm_dir", "AUTOTUNE_WARM_DIR"},
+    {"KnobsOneEnvName", kHead + "  num_workers: [1, 2]\n  NUM_WORKERS: [3]\n", 5, 3, "space.NUM_WORKERS",
+     "both AUTOTUNE_NUM_WORKERS"},
     {"DuplicateKeyInFlowMap", "workload: {kind: synthetic, kind: replay}\nspace:\n  batch_size: [16]\n", 1, 29,
      "workload.kind", "first at line 1"},
     // Domains.
