@@ -6,6 +6,7 @@
 #include <unistd.h>
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <array>
 #include <functional>
 #include <map>
@@ -442,6 +443,31 @@ TEST_F(Cli, HangupStopsLikeCtrlC) {
   std::ifstream e(err);
   const std::string said((std::istreambuf_iterator<char>(e)), std::istreambuf_iterator<char>());
   EXPECT_NE(said.find(" --quiet --resume\n"), std::string::npos) << said;
+}
+
+// A job's escape codes (colour, clear screen, window title, the C1 CSI) are
+// shown as text, never passed to the terminal: in the progress lines and in
+// report --text.
+TEST_F(Cli, AJobsEscapeCodesNeverReachTheTerminal) {
+  auto job = write("job.sh", "printf '\\033[2J\\033[31mboom\\033]0;pwned\\007 \\302\\233K\\r\\n' >&2\nexit 3\n");
+  auto spec = write("space.yaml", "workload: {kind: command, command: \"sh " + job.string() +
+                                      "\"}\nspace:\n  x: {values: [1, 2]}\nsearch: {strategy: grid, budget: 2}\n"
+                                      "output: {tuned: " + (m_dir / "tuned.yaml").string() + "}\n");
+  const auto clean = [](const std::string& out) {
+    return out.find("\xc2\x9b") == std::string::npos &&  // U+009B, CSI
+           std::none_of(out.begin(), out.end(), [](char c) {
+             const auto u = static_cast<unsigned char>(c);
+             return (u < 0x20 && c != '\n' && c != '\t') || u == 0x7f;
+           });
+  };
+  CliRun tune = run(spec.string());
+  EXPECT_EQ(tune.status, 1) << tune.out;
+  EXPECT_TRUE(clean(tune.out)) << tune.out;
+  EXPECT_NE(tune.out.find("\\x1b[31mboom\\x1b]0;pwned\\x07 \\x9bK"), std::string::npos) << tune.out;
+  CliRun text = run("report " + (m_dir / "tuned.journal.jsonl").string() + " --text");
+  EXPECT_EQ(text.status, 0) << text.out;
+  EXPECT_TRUE(clean(text.out)) << text.out;
+  EXPECT_NE(text.out.find("\\x1b[31mboom"), std::string::npos) << text.out;
 }
 
 TEST_F(Cli, SigkilledTunerResumesWithoutLosingOrRepeatingTrials) {
