@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <map>
 #include <unordered_map>
 
 #include <fmt/format.h>
@@ -396,15 +397,16 @@ bool SpaceReader::check_listed_values(const std::vector<ListedValue>& xs, const 
                "quote every value to make them all names");
       return false;
     }
+  // Each value's first place, in one pass: a list may hold a million values.
   bool ok = true;
-  for (std::size_t i = 1; i < xs.size(); ++i)
-    for (std::size_t j = 0; j < i; ++j)
-      if (xs[i].value == xs[j].value) {
-        m_r.fail(xs[i].loc, item(path, i), "distinct values",
-                 fmt::format("{} again (also {})", quote(xs[i].text), item(path, j)));
-        ok = false;
-        break;
-      }
+  std::map<Value, std::size_t> first;
+  for (std::size_t i = 0; i < xs.size(); ++i) {
+    const auto [at, fresh] = first.emplace(xs[i].value, i);
+    if (fresh) continue;
+    m_r.fail(xs[i].loc, item(path, i), "distinct values",
+             fmt::format("{} again (also {})", quote(xs[i].text), item(path, at->second)));
+    ok = false;
+  }
   return ok;
 }
 
