@@ -21,7 +21,7 @@ with open(f"{work}/names.yaml", "w") as f:
     f.write(head + "  v: {values: [" + ", ".join(f"v{i}" for i in range(n)) + "]}\n")
 PY
 echo "machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(nproc) cores, load $(cut -d' ' -f1 /proc/loadavg); $(date -u +%Y-%m-%dT%H:%MZ)"
-echo "autotune $(git rev-parse --short HEAD)$(git diff --quiet || echo '+changes'); $n values, best of $repeats"
+echo "$bin (checkout $(git rev-parse --short HEAD)$(git diff --quiet || echo '+changes')); $n values, best of $repeats"
 for kind in integers names; do
   best=
   for ((r = 1; r <= repeats; r++)); do

@@ -3,12 +3,12 @@
 #include "tuner/record/same_training.hpp"
 #include "tuner/record/tuning_time.hpp"
 
-#include <cmath>
 #include <cctype>
+#include <cmath>
 #include <map>
 #include <set>
-#include <string_view>
 #include <stdexcept>
+#include <string_view>
 
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
@@ -56,7 +56,7 @@ void emit_double(YAML::Emitter& e, double x) {
     return;
   }
   std::string t = fmt::format("{}", x);
-  if (t.find_first_of(".") == std::string::npos) {
+  if (t.find('.') == std::string::npos) {
     const auto exp = t.find_first_of("eE");
     t.insert(exp == std::string::npos ? t.size() : exp, ".0");
   }
@@ -114,16 +114,13 @@ YAML::Emitter& operator<<(YAML::Emitter& e, Str s) {
 
 void emit_metrics(YAML::Emitter& e, const Outcome& o) {
   e << YAML::BeginMap;
-  e << YAML::Key << "throughput" << YAML::Value;
-  emit_double(e, round_sig(o.throughput, 6));
+  e << YAML::Key << "throughput" << YAML::Value << sig(o.throughput, 6);
   for (const auto& [k, v] : o.metrics) {
     if (!std::isfinite(v)) continue;
-    e << YAML::Key;
-    emit_string(e, k);  // a job's own metric names
-    e << YAML::Value;
+    e << YAML::Key << Str{k} << YAML::Value;  // a job's own metric names
     if (k.ends_with("_bytes")) emit_bytes(e, v);
-    else if (k.starts_with("throughput_") && k != "throughput_rsd") emit_double(e, round_sig(v, 6));  // samples/s, as throughput
-    else emit_double(e, round_sig(v, 4));
+    else if (k.starts_with("throughput_") && k != "throughput_rsd") e << sig(v, 6);  // samples/s, as throughput
+    else e << sig(v, 4);
   }
   e << YAML::EndMap;
 }
