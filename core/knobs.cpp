@@ -1,6 +1,7 @@
 #include "core/knobs.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <string>
 
@@ -45,6 +46,24 @@ const KnobInfo* find_knob(std::string_view name) {
   for (const auto& k : knob_table())
     if (k.name == name) return &k;
   return nullptr;
+}
+
+std::string knob_env_name(std::string_view name) {
+  std::string out = "AUTOTUNE_";
+  for (unsigned char c : name) out += std::isalnum(c) ? static_cast<char>(std::toupper(c)) : '_';
+  return out;
+}
+
+const std::vector<std::string_view>& tool_env_names() {
+  // Set in workloads/command.cpp (TRIAL, TRIAL_START, RESULT, STOP_BELOW),
+  // workloads/subprocess.cpp (WARM_DIR) and tuner/run/builtin_worker.cpp
+  // (WORKER_*); read in workloads/cuda_workload_info.cpp (CUDA_MODULE) and
+  // skipped by python/autotune_trial/_params.py.
+  static const std::vector<std::string_view> names = {
+      "AUTOTUNE_TRIAL",           "AUTOTUNE_TRIAL_START",    "AUTOTUNE_RESULT",
+      "AUTOTUNE_STOP_BELOW",      "AUTOTUNE_WARM_DIR",       "AUTOTUNE_WORKER_WORKLOAD",
+      "AUTOTUNE_WORKER_VALUES",   "AUTOTUNE_WORKER_CONTEXT", "AUTOTUNE_CUDA_MODULE"};
+  return names;
 }
 
 const std::vector<std::string_view>& known_precisions() {

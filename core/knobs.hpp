@@ -62,6 +62,16 @@ const std::vector<KnobInfo>& knob_table();
 const std::vector<std::vector<std::string_view>>& memory_products();
 const KnobInfo* find_knob(std::string_view name);
 
+// A knob's name in a trial's environment: AUTOTUNE_ and the name in upper
+// case, other characters as _ (the command contract, DESIGN.md).
+std::string knob_env_name(std::string_view name);
+// The AUTOTUNE_ variables the tool itself sets for a trial (its number and
+// start, the result file, the racing bar, the warm protocol's folder and
+// messages) or reads from the job's environment (the CUDA module): a knob
+// whose environment name is one of these would be overwritten, or would
+// overwrite it, so a spec may not declare one.
+const std::vector<std::string_view>& tool_env_names();
+
 // Memory semantics of one parameter of a space, resolved: the spec's
 // declaration, else the table, else unknown.
 struct KnobMemory {

@@ -3,10 +3,14 @@
 #include "tuner/record/same_training.hpp"
 #include "tuner/record/tuning_time.hpp"
 
+#include <cctype>
 #include <cmath>
 #include <map>
+#include <set>
 #include <stdexcept>
+#include <string_view>
 
+#include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
 
 #include "core/knobs.hpp"
@@ -15,16 +19,70 @@
 namespace autotune {
 namespace {
 
+// Whether every YAML reader takes `s`, written plain, for this same string.
+// YAML 1.1 (PyYAML) reads yes/no/on/off/y/n as booleans, 0x10, 0o7, 0b1, 1_000
+// and 1:20 as integers, 1e3 and .inf as floats, 2024-01-01 as a date, ~ and
+// null as null; YAML 1.2 fewer of them. Rather than mirror each resolver,
+// plain is kept for the shape none of them types: a letter, _ or / first,
+// then letters, digits and _ . - / +, and none of the special words.
+bool plain_is_string(std::string_view s) {
+  if (s.empty()) return false;
+  const auto first = static_cast<unsigned char>(s[0]);
+  if (!std::isalpha(first) && first != '_' && first != '/') return false;
+  for (unsigned char c : s)
+    if (!std::isalnum(c) && c != '_' && c != '.' && c != '-' && c != '/' && c != '+') return false;
+  std::string lower(s);
+  for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  static const std::set<std::string, std::less<>> kWords = {"y",   "n",     "yes",  "no",  "on",  "off",
+                                                            "true", "false", "null", "nan", "inf", "infinity"};
+  return !kWords.contains(lower);
+}
+
+// A string, quoted when written plain it would read as another type.
+void emit_string(YAML::Emitter& e, std::string_view s) {
+  if (plain_is_string(s)) e << std::string(s);
+  else e << YAML::DoubleQuoted << std::string(s);
+}
+
+// A number every reader takes for a float: a decimal point or an exponent
+// with its sign (PyYAML reads 1e+20 without a point as a string), .inf, .nan.
+void emit_double(YAML::Emitter& e, double x) {
+  if (std::isnan(x)) {
+    e << ".nan";
+    return;
+  }
+  if (std::isinf(x)) {
+    e << (x > 0 ? ".inf" : "-.inf");
+    return;
+  }
+  std::string t = fmt::format("{}", x);
+  if (t.find('.') == std::string::npos) {
+    const auto exp = t.find_first_of("eE");
+    t.insert(exp == std::string::npos ? t.size() : exp, ".0");
+  }
+  e << t;
+}
+
+// A count of bytes as an integer; a figure past int64's range (a job's
+// garbage) as a float rather than wrapped to a negative integer.
+void emit_bytes(YAML::Emitter& e, double v) {
+  const double r = std::round(v);
+  if (r >= -9.223372036854775808e18 && r < 9.223372036854775808e18) e << static_cast<std::int64_t>(r);
+  else emit_double(e, v);
+}
+
 void emit_value(YAML::Emitter& e, const Value& v) {
   if (is_int(v)) e << std::get<std::int64_t>(v);
   else if (is_bool(v)) e << std::get<bool>(v);
-  else e << std::get<std::string>(v);
+  else emit_string(e, std::get<std::string>(v));
 }
 
 void emit_assignment(YAML::Emitter& e, const Assignment& a) {
   e << YAML::Flow << YAML::BeginMap;
   for (const auto& [name, v] : a.items()) {
-    e << YAML::Key << name << YAML::Value;
+    e << YAML::Key;
+    emit_string(e, name);
+    e << YAML::Value;
     emit_value(e, v);
   }
   e << YAML::EndMap;
@@ -36,15 +94,33 @@ double round_sig(double x, int digits) {
   return std::round(x * scale) / scale;
 }
 
+// A figure rounded to `digits` significant digits, written as a float.
+struct Float {
+  double x;
+};
+Float sig(double x, int digits) { return {round_sig(x, digits)}; }
+YAML::Emitter& operator<<(YAML::Emitter& e, Float f) {
+  emit_double(e, f.x);
+  return e;
+}
+// A string through emit_string.
+struct Str {
+  std::string_view s;
+};
+YAML::Emitter& operator<<(YAML::Emitter& e, Str s) {
+  emit_string(e, s.s);
+  return e;
+}
+
 void emit_metrics(YAML::Emitter& e, const Outcome& o) {
   e << YAML::BeginMap;
-  e << YAML::Key << "throughput" << YAML::Value << round_sig(o.throughput, 6);
+  e << YAML::Key << "throughput" << YAML::Value << sig(o.throughput, 6);
   for (const auto& [k, v] : o.metrics) {
     if (!std::isfinite(v)) continue;
-    e << YAML::Key << k << YAML::Value;
-    if (k.ends_with("_bytes")) e << static_cast<std::int64_t>(std::llround(v));
-    else if (k.starts_with("throughput_") && k != "throughput_rsd") e << round_sig(v, 6);  // samples/s, as throughput
-    else e << round_sig(v, 4);
+    e << YAML::Key << Str{k} << YAML::Value;  // a job's own metric names
+    if (k.ends_with("_bytes")) emit_bytes(e, v);
+    else if (k.starts_with("throughput_") && k != "throughput_rsd") e << sig(v, 6);  // samples/s, as throughput
+    else e << sig(v, 4);
   }
   e << YAML::EndMap;
 }
@@ -144,31 +220,42 @@ void emit_baseline(YAML::Emitter& e, const Assignment& config, const Study& r) {
   emit_assignment(e, config);
   e << YAML::Key << "status" << YAML::Value << std::string(to_string(r.baseline->outcome.status));
   if (r.baseline->outcome.ok()) {
-    e << YAML::Key << "throughput" << YAML::Value << round_sig(r.baseline->outcome.throughput, 6);
+    e << YAML::Key << "throughput" << YAML::Value << sig(r.baseline->outcome.throughput, 6);
     if (const auto x = r.speedup()) {
-      e << YAML::Key << "speedup" << YAML::Value << round_sig(x->ratio, 4);
+      e << YAML::Key << "speedup" << YAML::Value << sig(x->ratio, 4);
       // search.remeasure: the figures behind it, measured side by side.
       if (x->remeasured)
         e << YAML::Key << "remeasured" << YAML::Value << YAML::Flow << YAML::BeginMap << YAML::Key << "answer"
-          << YAML::Value << round_sig(x->answer, 6) << YAML::Key << "baseline" << YAML::Value
-          << round_sig(x->baseline, 6) << YAML::Key << "runs" << YAML::Value << x->runs << YAML::EndMap;
+          << YAML::Value << sig(x->answer, 6) << YAML::Key << "baseline" << YAML::Value
+          << sig(x->baseline, 6) << YAML::Key << "runs" << YAML::Value << x->runs << YAML::EndMap;
     }
   }
   e << YAML::EndMap;
 }
 
 // What each knob the answer moved is worth (tuner/record/explain.hpp).
-void emit_knobs(YAML::Emitter& e, const std::vector<KnobRow>& knobs) {
+void emit_knobs(YAML::Emitter& e, const SearchSpace& space, const std::vector<KnobRow>& knobs) {
   if (knobs.empty()) return;
+  // A row's values are text: written with the knob's own type (a
+  // categorical `yes` stays a string, an integer an integer).
+  const auto value = [&](const std::string& knob, const std::string& text) {
+    for (const auto& p : space.params())
+      if (p.name == knob)
+        for (const Value& v : p.values)
+          if (to_string(v) == text) return emit_value(e, v);
+    emit_string(e, text);
+  };
   e << YAML::Key << "knobs" << YAML::Value << YAML::BeginSeq;
   for (const KnobRow& k : knobs) {
     e << YAML::Flow << YAML::BeginMap;
-    e << YAML::Key << "knob" << YAML::Value << k.knob;
-    e << YAML::Key << "baseline" << YAML::Value << k.baseline;
-    e << YAML::Key << "best" << YAML::Value << k.best;
-    if (k.worth) e << YAML::Key << "worth" << YAML::Value << round_sig(*k.worth, 4);
+    e << YAML::Key << "knob" << YAML::Value << Str{k.knob};
+    e << YAML::Key << "baseline" << YAML::Value;
+    value(k.knob, k.baseline);
+    e << YAML::Key << "best" << YAML::Value;
+    value(k.knob, k.best);
+    if (k.worth) e << YAML::Key << "worth" << YAML::Value << sig(*k.worth, 4);
     e << YAML::Key << "kept_at_baseline" << YAML::Value << k.put_back;
-    if (!k.note.empty()) e << YAML::Key << "note" << YAML::Value << k.note;
+    if (!k.note.empty()) e << YAML::Key << "note" << YAML::Value << Str{k.note};
     e << YAML::EndMap;
   }
   e << YAML::EndSeq;
@@ -191,13 +278,13 @@ void emit_same_training(YAML::Emitter& e, const Spec& spec, const Study& r) {
   }
   if (c.precision_before && c.precision_after) {
     e << YAML::Key << "precision" << YAML::Value << YAML::Flow << YAML::BeginMap;
-    e << YAML::Key << "baseline" << YAML::Value << *c.precision_before;
-    e << YAML::Key << "best" << YAML::Value << *c.precision_after << YAML::EndMap;
+    e << YAML::Key << "baseline" << YAML::Value << Str{*c.precision_before};
+    e << YAML::Key << "best" << YAML::Value << Str{*c.precision_after} << YAML::EndMap;
   }
   const auto lines = describe(c);
   if (!lines.empty()) {
     e << YAML::Key << "notes" << YAML::Value << YAML::BeginSeq;
-    for (const auto& l : lines) e << l;
+    for (const auto& l : lines) e << Str{l};
     e << YAML::EndSeq;
   }
   e << YAML::EndMap;
@@ -205,10 +292,10 @@ void emit_same_training(YAML::Emitter& e, const Spec& spec, const Study& r) {
 
 void emit_split(YAML::Emitter& e, const char* key, const TimeSplit& s) {
   e << YAML::Key << key << YAML::Value << YAML::Flow << YAML::BeginMap;
-  e << YAML::Key << "data_wait" << YAML::Value << round_sig(*s.data_wait, 3);
-  e << YAML::Key << "compute" << YAML::Value << round_sig(*s.compute, 3);
-  if (s.device_busy) e << YAML::Key << "device_busy" << YAML::Value << round_sig(*s.device_busy, 3);
-  e << YAML::Key << "bound" << YAML::Value << s.bound();
+  e << YAML::Key << "data_wait" << YAML::Value << sig(*s.data_wait, 3);
+  e << YAML::Key << "compute" << YAML::Value << sig(*s.compute, 3);
+  if (s.device_busy) e << YAML::Key << "device_busy" << YAML::Value << sig(*s.device_busy, 3);
+  e << YAML::Key << "bound" << YAML::Value << Str{s.bound()};
   e << YAML::EndMap;
 }
 
@@ -224,7 +311,7 @@ void emit_time_split(YAML::Emitter& e, const Study& r) {
   if (before && before->known()) emit_split(e, "baseline", *before);
   if (after && after->known()) emit_split(e, "best", *after);
   if (before && after && before->known() && after->known())
-    e << YAML::Key << "why" << YAML::Value << explain_speedup(*before, *after);
+    e << YAML::Key << "why" << YAML::Value << Str{explain_speedup(*before, *after)};
   e << YAML::EndMap;
 }
 
@@ -239,11 +326,11 @@ void emit_confirm(YAML::Emitter& e, const Spec& spec, const std::vector<ConfirmR
     emit_assignment(e, spec.space.to_assignment(row.config));
     e << YAML::Key << "throughputs" << YAML::Value << YAML::Flow << YAML::BeginSeq;
     for (const Outcome& o : row.measurements) {
-      if (o.ok()) e << round_sig(o.throughput, 6);
+      if (o.ok()) e << sig(o.throughput, 6);
       else e << std::string(to_string(o.status));
     }
     e << YAML::EndSeq;
-    if (row.all_ok) e << YAML::Key << "mean" << YAML::Value << round_sig(row.mean, 6);
+    if (row.all_ok) e << YAML::Key << "mean" << YAML::Value << sig(row.mean, 6);
     e << YAML::Key << "chosen" << YAML::Value << row.chosen;
     e << YAML::EndMap;
   }
@@ -254,13 +341,13 @@ void emit_confirm(YAML::Emitter& e, const Spec& spec, const std::vector<ConfirmR
 void emit_tuning_time(YAML::Emitter& e, const Study& r) {
   const TuningTime time = tuning_time(r);
   e << YAML::Key << "time" << YAML::Value << YAML::Flow << YAML::BeginMap;
-  e << YAML::Key << "startup_s" << YAML::Value << round_sig(time.startup_s, 4);
-  e << YAML::Key << "warmup_s" << YAML::Value << round_sig(time.warmup_s, 4);
-  e << YAML::Key << "timed_s" << YAML::Value << round_sig(time.timed_s, 4);
-  e << YAML::Key << "other_s" << YAML::Value << round_sig(time.other_s, 4);
-  e << YAML::Key << "failed_s" << YAML::Value << round_sig(time.failed_s, 4);
+  e << YAML::Key << "startup_s" << YAML::Value << sig(time.startup_s, 4);
+  e << YAML::Key << "warmup_s" << YAML::Value << sig(time.warmup_s, 4);
+  e << YAML::Key << "timed_s" << YAML::Value << sig(time.timed_s, 4);
+  e << YAML::Key << "other_s" << YAML::Value << sig(time.other_s, 4);
+  e << YAML::Key << "failed_s" << YAML::Value << sig(time.failed_s, 4);
   if (time.workers_started > 0) e << YAML::Key << "workers_started" << YAML::Value << time.workers_started;
-  e << YAML::Key << "raced_s" << YAML::Value << round_sig(time.raced_s, 4);
+  e << YAML::Key << "raced_s" << YAML::Value << sig(time.raced_s, 4);
   e << YAML::Key << "raced" << YAML::Value << time.raced;
   e << YAML::EndMap;
 }
@@ -269,20 +356,20 @@ void emit_search(YAML::Emitter& e, const Spec& spec, const Study& r) {
   std::map<Status, int> counts;
   for (const auto& t : r.trials) ++counts[t.outcome.status];
   e << YAML::Key << "search" << YAML::Value << YAML::BeginMap;
-  e << YAML::Key << "strategy" << YAML::Value << spec.search.strategy;
-  e << YAML::Key << "workload" << YAML::Value << spec.workload.kind;
+  e << YAML::Key << "strategy" << YAML::Value << Str{spec.search.strategy};
+  e << YAML::Key << "workload" << YAML::Value << Str{spec.workload.kind};
   e << YAML::Key << "trials" << YAML::Value << static_cast<int>(r.trials.size());
   for (Status s : kAllStatuses)
     if (counts[s] > 0 || s == Status::ok) e << YAML::Key << std::string(to_string(s)) << YAML::Value << counts[s];
   if (!r.confirmations.empty())
     e << YAML::Key << "confirmations" << YAML::Value << static_cast<int>(r.confirmations.size());
-  e << YAML::Key << "elapsed_s" << YAML::Value << round_sig(r.elapsed_s, 4);
+  e << YAML::Key << "elapsed_s" << YAML::Value << sig(r.elapsed_s, 4);
   e << YAML::Key << "stopped_by" << YAML::Value << std::string(run_end_name(r.stopped_by));
-  if (!r.failure.empty()) e << YAML::Key << "failure" << YAML::Value << r.failure;
+  if (!r.failure.empty()) e << YAML::Key << "failure" << YAML::Value << Str{r.failure};
   emit_tuning_time(e, r);
   e << YAML::Key << "seed" << YAML::Value << spec.search.seed;
-  e << YAML::Key << "space_hash" << YAML::Value << spec.space.hash();
-  e << YAML::Key << "journal" << YAML::Value << spec.output.journal.string();
+  e << YAML::Key << "space_hash" << YAML::Value << Str{spec.space.hash()};
+  e << YAML::Key << "journal" << YAML::Value << Str{spec.output.journal.string()};
   e << YAML::EndMap;
 }
 
@@ -299,7 +386,7 @@ std::string render_tuned_yaml(const Spec& spec, const Study& r) {
       r.best && r.best_outcome ? std::optional<Assignment>(spec.space.to_assignment(*r.best)) : std::nullopt;
   emit_best(e, best, r);
   if (r.baseline) emit_baseline(e, *baseline_config, r);
-  emit_knobs(e, r.knobs);
+  emit_knobs(e, spec.space, r.knobs);
   emit_same_training(e, spec, r);
   emit_time_split(e, r);
   emit_confirm(e, spec, r.confirmed);

@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "core/printable.hpp"
 #include "tuner/record/racing.hpp"
 #include "tuner/report/report_facts.hpp"
 #include "tuner/report/report_html.hpp"
@@ -132,7 +133,9 @@ std::string render_report_text(const JournalStudy& s) {
   }
   out += "trials:\n" + trials_table(s);
   if (const std::string ex = exports_of(s); !ex.empty()) out += ex.back() == '\n' ? ex : ex + "\n";
-  return out;
+  // The table holds the jobs' words (failure reasons, proposals' notes):
+  // none of their escape codes reach the terminal.
+  return printable(out);
 }
 
 }  // namespace autotune

@@ -5,16 +5,18 @@
 #include <fmt/format.h>
 
 #include "core/metric_names.hpp"
+#include "core/printable.hpp"
 #include "tuner/record/tuning_time.hpp"
 #include "workloads/failure_reading.hpp"
 
 namespace autotune {
 namespace {
 
-// "  <first line of a failure's reason>", cut to a readable length.
+// "  <first line of a failure's reason>", cut to a readable length, its
+// control characters shown as text (the job's words: core/printable.hpp).
 std::string reason_suffix(const Outcome& o) {
   if (o.ok() || o.reason.empty()) return {};
-  std::string line(first_line(o.reason));
+  std::string line = printable(first_line(o.reason));
   if (line.size() > 200) line = line.substr(0, 197) + "...";
   return "  " + line;
 }
@@ -63,13 +65,13 @@ void Progress::confirm(const TrialRecord& t, double search_throughput, int i, in
 void Progress::note(const std::string& text) {
   if (!m_out || !m_verbose) return;
   finish();
-  *m_out << "note: " << text << "\n";
+  *m_out << "note: " << printable(text) << "\n";
 }
 
 void Progress::explain(const TrialRecord& t, const std::string& config, double elapsed) {
   if (!m_out) return;
   finish();
-  *m_out << fmt::format("explain trial {}  {}  ({})  elapsed {}{}\n", t.trial, figure(t.outcome), config,
+  *m_out << fmt::format("explain trial {}  {}  ({})  elapsed {}{}\n", t.trial, figure(t.outcome), printable(config),
                         format_duration(elapsed), reason_suffix(t.outcome));
 }
 
@@ -83,7 +85,7 @@ void Progress::remeasure(const TrialRecord& t, const std::string& which, int i, 
 void Progress::say(const std::string& text) {
   if (!m_out) return;
   finish();
-  *m_out << "autotune: " << text << "\n";
+  *m_out << "autotune: " << printable(text) << "\n";
 }
 
 void Progress::finish() {

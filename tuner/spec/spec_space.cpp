@@ -6,6 +6,8 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <map>
+#include <unordered_map>
 
 #include <fmt/format.h>
 
@@ -64,6 +66,8 @@ class SpaceReader {
   bool read_log(const Entry& form, const Entry* points, const std::string& path, bool ok, Parameter& param);
   bool read_pow2(const Entry& form, const std::string& path, bool ok, Parameter& param);
   bool check_known_knob(const Parameter& param, const Entry& e, const std::string& path);
+  bool check_env_name(const Entry& p, const std::string& path,
+                      std::unordered_map<std::string, const Entry*>& by_env);
   bool read_memory_use(const Entry& e, const std::string& path, Parameter& param);
   std::optional<std::vector<Value>> read_values(const YAML::Node& list, Loc at, const std::string& path,
                                                 Scale& scale);
@@ -100,11 +104,16 @@ void SpaceReader::read_space(const Entry& e) {
     return;
   }
   bool ok = true;
+  std::unordered_map<std::string, const Entry*> by_env;  // a trial's environment name -> the knob that has it
   for (const auto& p : params) {
     const std::string path = child("space", p.key);
     if (!is_identifier(p.key)) {
       m_r.fail(p.key_loc, path, "a parameter name made of letters, digits and _ (usable in rules)",
                quote(p.key));
+      ok = false;
+      continue;
+    }
+    if (!check_env_name(p, path, by_env)) {
       ok = false;
       continue;
     }
@@ -115,6 +124,29 @@ void SpaceReader::read_space(const Entry& e) {
     else ok = false;
   }
   m_out.parsed = ok && m_out.params.size() == params.size();
+}
+
+// A knob reaches a command trial as AUTOTUNE_<NAME>: that name must be
+// neither one the tool sets itself (AUTOTUNE_TRIAL, AUTOTUNE_STOP_BELOW, ...:
+// one would silently overwrite the other) nor another knob's (names that
+// differ only in case). False after a located error.
+bool SpaceReader::check_env_name(const Entry& p, const std::string& path,
+                                 std::unordered_map<std::string, const Entry*>& by_env) {
+  const std::string env = knob_env_name(p.key);
+  const auto& tool = tool_env_names();
+  if (std::find(tool.begin(), tool.end(), env) != tool.end()) {
+    m_r.fail(p.key_loc, path, "a parameter name whose environment variable is not one autotune sets or reads",
+             fmt::format("{} (a trial's {} is autotune's own)", quote(p.key), env), "rename the parameter");
+    return false;
+  }
+  auto [it, fresh] = by_env.emplace(env, &p);
+  if (!fresh) {
+    m_r.fail(p.key_loc, path, "parameter names that differ in more than case (each is a trial's AUTOTUNE_<NAME>)",
+             fmt::format("{} and {} (line {}) are both {}", quote(p.key), quote(it->second->key),
+                         it->second->key_loc.line, env));
+    return false;
+  }
+  return true;
 }
 
 // `memory: device | host | both | none` beside a parameter's domain: what the
@@ -365,15 +397,16 @@ bool SpaceReader::check_listed_values(const std::vector<ListedValue>& xs, const 
                "quote every value to make them all names");
       return false;
     }
+  // Each value's first place, in one pass: a list may hold a million values.
   bool ok = true;
-  for (std::size_t i = 1; i < xs.size(); ++i)
-    for (std::size_t j = 0; j < i; ++j)
-      if (xs[i].value == xs[j].value) {
-        m_r.fail(xs[i].loc, item(path, i), "distinct values",
-                 fmt::format("{} again (also {})", quote(xs[i].text), item(path, j)));
-        ok = false;
-        break;
-      }
+  std::map<Value, std::size_t> first;
+  for (std::size_t i = 0; i < xs.size(); ++i) {
+    const auto [at, fresh] = first.emplace(xs[i].value, i);
+    if (fresh) continue;
+    m_r.fail(xs[i].loc, item(path, i), "distinct values",
+             fmt::format("{} again (also {})", quote(xs[i].text), item(path, at->second)));
+    ok = false;
+  }
   return ok;
 }
 

@@ -6,6 +6,7 @@
 #include <unistd.h>
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <array>
 #include <functional>
 #include <map>
@@ -110,6 +111,19 @@ class Cli : public ::testing::Test {
   }
   fs::path m_dir;
 };
+
+// A knob whose AUTOTUNE_<NAME> is the tool's own is refused before anything
+// runs, where it was written.
+TEST_F(Cli, ValidateRefusesAKnobNamedLikeTheToolsOwnVariables) {
+  auto spec = write("space.yaml", "workload: {kind: synthetic}\nspace:\n  batch_size: [16, 32]\n  stop_below: [1, 2]\n"
+                                  "output: {tuned: " + (m_dir / "tuned.yaml").string() + "}\n");
+  CliRun v = run("validate " + spec.string());
+  EXPECT_EQ(v.status, 2) << v.out;
+  EXPECT_NE(v.out.find(spec.string() + ":4:3: space.stop_below: expected"), std::string::npos) << v.out;
+  EXPECT_NE(v.out.find("AUTOTUNE_STOP_BELOW"), std::string::npos) << v.out;
+  EXPECT_EQ(run(spec.string() + " --quiet").status, 2);
+  EXPECT_FALSE(fs::exists(m_dir / "tuned.yaml"));
+}
 
 TEST_F(Cli, HelpListsSubcommandsAndOverrides) {
   CliRun r = run("--help");
@@ -412,6 +426,48 @@ TEST_F(Cli, CtrlCNamesTheCommandThatResumes) {
   ASSERT_EQ(r.status, 0) << r.out;
   EXPECT_EQ(count_finished(m_dir / "tuned.journal.jsonl"), 24u);
   EXPECT_LT(before, 24u);
+}
+
+// Closing the terminal (SIGHUP) stops the run as Ctrl-C does: the best so
+// far written, the finished trials kept and the command that carries on said.
+TEST_F(Cli, HangupStopsLikeCtrlC) {
+  auto spec = write("space.yaml", synthetic_spec("400", ", trial_seconds: 0.1"));
+  const auto err = m_dir / "err.txt";
+  pid_t pid = spawn("--config " + spec.string() + " --quiet 2>" + err.string());
+  const int status = stop_when(pid, SIGHUP, [&] { return count_finished(m_dir / "tuned.journal.jsonl") >= 1; });
+  EXPECT_TRUE(status == 129 || status == 130) << status;
+  ASSERT_TRUE(written(m_dir / "tuned.yaml"));
+  YAML::Node y = YAML::LoadFile((m_dir / "tuned.yaml").string());
+  EXPECT_EQ(y["search"]["stopped_by"].as<std::string>(), "interrupted");
+  EXPECT_GE(y["search"]["trials"].as<std::size_t>(), 1u);
+  std::ifstream e(err);
+  const std::string said((std::istreambuf_iterator<char>(e)), std::istreambuf_iterator<char>());
+  EXPECT_NE(said.find(" --quiet --resume\n"), std::string::npos) << said;
+}
+
+// A job's escape codes (colour, clear screen, window title, the C1 CSI) are
+// shown as text, never passed to the terminal: in the progress lines and in
+// report --text.
+TEST_F(Cli, AJobsEscapeCodesNeverReachTheTerminal) {
+  auto job = write("job.sh", "printf '\\033[2J\\033[31mboom\\033]0;pwned\\007 \\302\\233K\\r\\n' >&2\nexit 3\n");
+  auto spec = write("space.yaml", "workload: {kind: command, command: \"sh " + job.string() +
+                                      "\"}\nspace:\n  x: {values: [1, 2]}\nsearch: {strategy: grid, budget: 2}\n"
+                                      "output: {tuned: " + (m_dir / "tuned.yaml").string() + "}\n");
+  const auto clean = [](const std::string& out) {
+    return out.find("\xc2\x9b") == std::string::npos &&  // U+009B, CSI
+           std::none_of(out.begin(), out.end(), [](char c) {
+             const auto u = static_cast<unsigned char>(c);
+             return (u < 0x20 && c != '\n' && c != '\t') || u == 0x7f;
+           });
+  };
+  CliRun tune = run(spec.string());
+  EXPECT_EQ(tune.status, 1) << tune.out;
+  EXPECT_TRUE(clean(tune.out)) << tune.out;
+  EXPECT_NE(tune.out.find("\\x1b[31mboom\\x1b]0;pwned\\x07 \\x9bK"), std::string::npos) << tune.out;
+  CliRun text = run("report " + (m_dir / "tuned.journal.jsonl").string() + " --text");
+  EXPECT_EQ(text.status, 0) << text.out;
+  EXPECT_TRUE(clean(text.out)) << text.out;
+  EXPECT_NE(text.out.find("\\x1b[31mboom"), std::string::npos) << text.out;
 }
 
 TEST_F(Cli, SigkilledTunerResumesWithoutLosingOrRepeatingTrials) {
