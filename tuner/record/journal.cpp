@@ -215,7 +215,9 @@ JournalWriter::~JournalWriter() {
 }
 
 void JournalWriter::append(const nlohmann::json& record) {
-  const std::string line = record.dump() + "\n";
+  // A job's bytes that are not UTF-8 (a reason quoting its output) are
+  // replaced, never a failure of the run.
+  const std::string line = record.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
   const off_t before = ::lseek(m_fd, 0, SEEK_END);
   std::size_t done = 0;
   auto fail = [&](int err) {

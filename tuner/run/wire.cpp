@@ -19,7 +19,9 @@ std::string last_nonempty_line(const std::string& text) {
 
 }  // namespace
 
-std::string outcome_wire_line(const Outcome& o) { return to_json(o).dump(); }
+std::string outcome_wire_line(const Outcome& o) {
+  return to_json(o).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
 
 Outcome outcome_from_wire(const ExternalRun& run, const std::string& payload, const TrialContext& ctx) {
   // The reason's first line is what a progress line shows; the tails are in

@@ -228,4 +228,19 @@ TEST_F(RunOwnsJournal, AJournalThatMeasuredNothingIsMovedAsideNotTruncated) {
   EXPECT_EQ(read(m_dir / "tuned.journal-1.jsonl"), header_only) << r.out;
 }
 
+// A failing job's last words go into the trial's reason; bytes that are not
+// UTF-8 there are replaced in the journal, never a failure of the tool.
+TEST_F(RunOwnsJournal, AJobsBytesThatAreNotUtf8AreKeptAsAReasonNotAFailureOfTheTool) {
+  write("job.sh", "printf 'bad byte \\233 here\\n' >&2\nexit 3\n");
+  const fs::path spec = write("space.yaml", "workload: {kind: command, timeout: 60s, command: \"sh " +
+                                                (m_dir / "job.sh").string() +
+                                                "\"}\nspace:\n  x: {values: [1, 2]}\nsearch: {strategy: grid, budget: 2}\n"
+                                                "output: {tuned: " + (m_dir / "tuned.yaml").string() + "}\n");
+  const CliRun r = run(spec.string());
+  EXPECT_EQ(r.status, 1) << r.out;  // no configuration ran ok; the tool did not fail
+  EXPECT_EQ(r.out.find("the tool failed"), std::string::npos) << r.out;
+  EXPECT_EQ(count(read(m_dir / "tuned.journal.jsonl"), "\"status\":\"error\""), 2u);
+  EXPECT_EQ(run("report --text " + (m_dir / "tuned.journal.jsonl").string()).status, 0);
+}
+
 }  // namespace

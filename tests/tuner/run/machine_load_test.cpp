@@ -12,6 +12,9 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cmath>
+#include <memory>
+#include <optional>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -86,23 +89,37 @@ class MachineLoad : public ::testing::Test {
   std::string m_out;
 };
 
+// A reading is judged against the machine's own load read just before and
+// just after it; when those two differ by more than 0.15 cores the machine
+// changed under the trial and the attempt says nothing: up to three are made.
+struct Reading {
+  double ambient = 0, foreign = 0;
+};
+
 TEST_F(MachineLoad, ATrialAloneReadsTheAmbientLoadAndABusyLoopBesideItReadsAsOneCore) {
   if (autotune::usable_cores() < 2) GTEST_SKIP() << "needs two cores: one for the loop, one for the rest";
-  const auto ambient = autotune::sample_foreign_cores(2.0);
-  ASSERT_TRUE(ambient);
-  const auto alone = one_sleeping_trial(2.0);
-  ASSERT_TRUE(alone) << m_out;
-  EXPECT_LT(*alone, *ambient + 0.2) << "ambient " << *ambient;
+  auto steady_reading = [&](bool with_loop) -> std::optional<Reading> {
+    for (int attempt = 0; attempt < 3; ++attempt) {
+      const auto before = autotune::sample_foreign_cores(1.0);
+      std::unique_ptr<BusyLoop> loop;
+      if (with_loop) loop = std::make_unique<BusyLoop>();
+      const auto foreign = one_sleeping_trial(2.0);
+      loop.reset();
+      const auto after = autotune::sample_foreign_cores(1.0);
+      if (!before || !after || !foreign) return std::nullopt;
+      if (std::abs(*before - *after) <= 0.15) return Reading{(*before + *after) / 2, *foreign};
+    }
+    return std::nullopt;
+  };
+  const auto alone = steady_reading(false);
+  if (!alone) GTEST_SKIP() << "the machine's own load kept changing: " << m_out;
+  EXPECT_LT(alone->foreign, alone->ambient + 0.2) << "ambient " << alone->ambient;
 
-  const auto ambient2 = autotune::sample_foreign_cores(2.0);
-  ASSERT_TRUE(ambient2);
-  BusyLoop loop;
-  const auto beside = one_sleeping_trial(2.0);
-  loop.stop();
-  ASSERT_TRUE(beside) << m_out;
+  const auto beside = steady_reading(true);
+  if (!beside) GTEST_SKIP() << "the machine's own load kept changing: " << m_out;
   // On a machine whose other cores are taken too, the loop gets less than a core.
-  if (*ambient2 > autotune::usable_cores() - 1.5) GTEST_SKIP() << "the machine is too busy: " << *ambient2;
-  EXPECT_NEAR(*beside - *ambient2, 1.0, 0.25) << "ambient " << *ambient2;
+  if (beside->ambient > autotune::usable_cores() - 0.9) GTEST_SKIP() << "the machine is too busy: " << beside->ambient;
+  EXPECT_NEAR(beside->foreign - beside->ambient, 1.0, 0.25) << "ambient " << beside->ambient;
   EXPECT_NE(m_out.find("machine: other processes used"), std::string::npos) << m_out;
 }
 

@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# The speedup autotune prints, on a quiet machine and on one that gets busy
+# mid-session, against a long independent timing of the same configurations.
+# For each job (configs/command_images.yaml, and the same job with 5 s of
+# start-up before its first trial):
+#   1. tuned on a quiet machine;
+#   2. tuned again (same seed) while a busy loop takes one core from a third
+#      of the quiet run's time on; the loop is started and ended by its pid;
+#   3. timed independently on the quiet machine: the baseline, the quiet
+#      answer and the loaded answer measured by `autotune trial`, interleaved,
+#      ROUNDS times each; the medians' ratios are the truth the printed
+#      speedups are held against.
+#   bench/shared_machine.sh [ROUNDS]    (default 4; AUTOTUNE=path: another binary; JOBS="images startup")
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$(pwd)
+bin=$(realpath "${AUTOTUNE:-build/autotune}")
+rounds=${1:-4}
+work=$(mktemp -d /tmp/autotune_shared.XXXXXX)
+loop_pid=
+trap '[ -n "$loop_pid" ] && kill "$loop_pid" 2>/dev/null; rm -rf "$work"' EXIT
+echo "machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(nproc) cores; $(date -u +%Y-%m-%dT%H:%MZ)"
+echo "autotune $(git rev-parse --short HEAD 2>/dev/null || echo '?')$(git diff --quiet 2>/dev/null || echo '+changes'); $rounds independent rounds"
+
+spec_for() {  # job -> spec path
+  local job=$1
+  sed -e "s|cwd: \.|cwd: $root/configs|" -e '/^output:/d' configs/command_images.yaml >"$work/$job.yaml"
+  if [ "$job" = startup ]; then
+    sed -i 's|    python3 train_images.py|    sleep 5 \&\& python3 train_images.py|' "$work/$job.yaml"
+  fi
+  echo "$work/$job.yaml"
+}
+speedup_of() { grep -o '[0-9.]*x the baseline ([0-9.]*-[0-9.]*x at 90%, [0-9]* pairs)' "$1" | head -1; }
+best_json() {  # tuned.yaml -> the answer as a JSON object
+  python3 -c 'import json,sys,yaml; print(json.dumps(yaml.safe_load(open(sys.argv[1]))["best"]))' "$1"
+}
+trial_tp() {  # spec values -> throughput of one independent measurement
+  "$bin" trial "$1" --values "$2" 2>/dev/null | python3 -c 'import json,sys; print(json.loads(sys.stdin.read().strip().splitlines()[-1]).get("throughput", 0))'
+}
+
+for job in ${JOBS:-images startup}; do
+  spec=$(spec_for "$job")
+  echo
+  echo "== $job"
+  t0=$(date +%s)
+  "$bin" "$spec" --out "$work/$job-quiet.yaml" >"$work/$job-quiet.out" 2>&1 || true
+  quiet_s=$(( $(date +%s) - t0 ))
+  ( "$bin" "$spec" --out "$work/$job-load.yaml" >"$work/$job-load.out" 2>&1 || true ) &
+  tuner=$!
+  sleep $(( quiet_s / 3 ))
+  sh -c 'while :; do :; done' &
+  loop_pid=$!
+  echo "load: a busy loop (pid $loop_pid) from ${quiet_s}/3 s on"
+  wait "$tuner"
+  kill "$loop_pid"; wait "$loop_pid" 2>/dev/null || true; loop_pid=
+  base=$(python3 -c 'import json,sys,yaml; s=yaml.safe_load(open(sys.argv[1])); print(json.dumps(s["search"]["initial"][0]))' "$spec")
+  aq=$(best_json "$work/$job-quiet.yaml"); al=$(best_json "$work/$job-load.yaml")
+  b=() q=() l=()
+  for ((r = 1; r <= rounds; r++)); do
+    b+=("$(trial_tp "$spec" "$base")"); q+=("$(trial_tp "$spec" "$aq")"); l+=("$(trial_tp "$spec" "$al")")
+  done
+  python3 - "$work/$job-quiet.out" "$work/$job-load.out" "${b[*]}" "${q[*]}" "${l[*]}" "$aq" "$al" "$quiet_s" <<'PY'
+import re, statistics as st, sys
+qo, lo = open(sys.argv[1]).read(), open(sys.argv[2]).read()
+b, q, l = ([float(x) for x in a.split()] for a in sys.argv[3:6])
+mb, mq, ml = st.median(b), st.median(q), st.median(l)
+print(f"quiet run: {sys.argv[8]} s; answer {sys.argv[6]}")
+print(f"load run:  answer {sys.argv[7]}")
+print(f"independent medians (samples/s): baseline {mb:.1f}, quiet answer {mq:.1f}, load answer {ml:.1f}")
+for name, out, truth in (("quiet", qo, mq / mb), ("load", lo, ml / mb)):
+    m = re.search(r"([0-9.]+)x the baseline \(([0-9.]+)-([0-9.]+)x at 90%, (\d+) pairs\)", out)
+    kept = "not shown to be faster" in out
+    if m:
+        x, a, z = float(m.group(1)), float(m.group(2)), float(m.group(3))
+        print(f"{name:5}: printed {x:.2f}x ({a:.2f}-{z:.2f}), independent {truth:.2f}x: off by {100 * (x / truth - 1):+.1f}%, "
+              f"{'inside' if a <= truth <= z else 'OUTSIDE'} the interval")
+    else:
+        print(f"{name:5}: no interval printed{' (baseline kept)' if kept else ''}; independent {truth:.2f}x")
+    for line in out.splitlines():
+        if line.startswith(("machine:", "cores:")) or "the machine is" in line:
+            print(f"       {line}")
+print(f"load answer against quiet answer, timed quietly: {ml / mq:.3f}")
+PY
+done
