@@ -1,4 +1,6 @@
 #include "tuner/record/emitter.hpp"
+
+#include "tuner/record/drift.hpp"
 #include "tuner/record/time_split.hpp"
 #include "tuner/record/same_training.hpp"
 #include "tuner/record/tuning_time.hpp"
@@ -14,6 +16,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include "core/knobs.hpp"
+#include "core/metric_names.hpp"
 #include "workloads/atomic_file.hpp"
 
 namespace autotune {
@@ -214,7 +217,7 @@ void emit_best(YAML::Emitter& e, const std::optional<Assignment>& best, const St
   }
 }
 
-void emit_baseline(YAML::Emitter& e, const Assignment& config, const Study& r) {
+void emit_baseline(YAML::Emitter& e, const SearchSpace& space, const Assignment& config, const Study& r) {
   e << YAML::Key << "baseline" << YAML::Value << YAML::BeginMap;
   e << YAML::Key << "config" << YAML::Value;
   emit_assignment(e, config);
@@ -224,10 +227,25 @@ void emit_baseline(YAML::Emitter& e, const Assignment& config, const Study& r) {
     if (const auto x = r.speedup()) {
       e << YAML::Key << "speedup" << YAML::Value << sig(x->ratio, 4);
       // search.remeasure: the figures behind it, measured side by side.
-      if (x->remeasured)
+      if (x->remeasured) {
         e << YAML::Key << "remeasured" << YAML::Value << YAML::Flow << YAML::BeginMap << YAML::Key << "answer"
           << YAML::Value << sig(x->answer, 6) << YAML::Key << "baseline" << YAML::Value
           << sig(x->baseline, 6) << YAML::Key << "runs" << YAML::Value << x->runs << YAML::EndMap;
+        if (x->low && x->high)
+          e << YAML::Key << "interval90" << YAML::Value << YAML::Flow << YAML::BeginSeq << sig(*x->low, 4)
+            << sig(*x->high, 4) << YAML::EndSeq;
+        // Every pair, in the order measured: [baseline, answer] samples/s.
+        e << YAML::Key << "pairs" << YAML::Value << YAML::BeginSeq;
+        for (std::size_t i = 0; i < std::min(r.baseline_again.size(), r.answer_again.size()); ++i)
+          e << YAML::Flow << YAML::BeginSeq << sig(r.baseline_again[i].outcome.throughput, 6)
+            << sig(r.answer_again[i].outcome.throughput, 6) << YAML::EndSeq;
+        e << YAML::EndSeq;
+        // The search's answer, when it was not shown to be faster and the baseline was kept.
+        if (r.kept_baseline_over) {
+          e << YAML::Key << "not_shown_faster" << YAML::Value;
+          emit_assignment(e, space.to_assignment(*r.kept_baseline_over));
+        }
+      }
     }
   }
   e << YAML::EndMap;
@@ -363,6 +381,23 @@ void emit_search(YAML::Emitter& e, const Spec& spec, const Study& r) {
     if (counts[s] > 0 || s == Status::ok) e << YAML::Key << std::string(to_string(s)) << YAML::Value << counts[s];
   if (!r.confirmations.empty())
     e << YAML::Key << "confirmations" << YAML::Value << static_cast<int>(r.confirmations.size());
+  if (!r.controls.empty()) {
+    e << YAML::Key << "controls" << YAML::Value << static_cast<int>(r.controls.size());
+    e << YAML::Key << "largest_drift" << YAML::Value << sig(largest_drift(r), 3);
+  }
+  // What other processes used of the machine while the trials ran (tuner/run/machine_load.hpp).
+  double foreign_sum = 0, foreign_max = 0;
+  int foreign_n = 0;
+  for (const auto& t : r.trials)
+    if (const auto f = t.outcome.metric(metric::foreign_cores)) {
+      foreign_sum += *f;
+      foreign_max = std::max(foreign_max, *f);
+      ++foreign_n;
+    }
+  if (foreign_n > 0)
+    e << YAML::Key << "foreign_cores" << YAML::Value << YAML::Flow << YAML::BeginMap << YAML::Key << "mean"
+      << YAML::Value << sig(foreign_sum / foreign_n, 3) << YAML::Key << "max" << YAML::Value << sig(foreign_max, 3)
+      << YAML::EndMap;
   e << YAML::Key << "elapsed_s" << YAML::Value << sig(r.elapsed_s, 4);
   e << YAML::Key << "stopped_by" << YAML::Value << std::string(run_end_name(r.stopped_by));
   if (!r.failure.empty()) e << YAML::Key << "failure" << YAML::Value << Str{r.failure};
@@ -385,7 +420,7 @@ std::string render_tuned_yaml(const Spec& spec, const Study& r) {
   const std::optional<Assignment> best =
       r.best && r.best_outcome ? std::optional<Assignment>(spec.space.to_assignment(*r.best)) : std::nullopt;
   emit_best(e, best, r);
-  if (r.baseline) emit_baseline(e, *baseline_config, r);
+  if (r.baseline) emit_baseline(e, spec.space, *baseline_config, r);
   emit_knobs(e, spec.space, r.knobs);
   emit_same_training(e, spec, r);
   emit_time_split(e, r);

@@ -32,7 +32,11 @@ std::string answer_panel(const JournalStudy& s) {
   std::string out = fmt::format("<p class=\"big\">{:.1f} samples/s", r.best_outcome->throughput);
   if (auto x = r.speedup())
     out += fmt::format(" &middot; {:.2f}&times; the baseline{}", x->ratio,
-                       x->remeasured ? " (measured again side by side)" : "");
+                       !x->remeasured ? std::string()
+                       : x->low && x->high
+                           ? fmt::format(" ({:.2f}&ndash;{:.2f}&times; at 90%, {} pairs measured again side by side)",
+                                         *x->low, *x->high, x->runs)
+                           : std::string(" (measured again side by side)"));
   out += "</p><p>Chosen as " + html_escape(s.answer_rule) + ".</p>";
 
   HtmlTable t;
@@ -156,6 +160,10 @@ std::string trials_panel(const JournalStudy& s) {
       row.push_back(cell(fmt::format("{:.0f}", j.finish_time), j.finish_time));
       if (!o.ok()) note += (note.empty() ? "" : "; ") + o.reason.substr(0, 200);
       if (o.raced()) note += (note.empty() ? "" : "; ") + std::string("raced: stopped early, surely below the bar");
+      if (const auto f = o.metric(metric::foreign_cores); f && *f >= 0.5)
+        note += (note.empty() ? "" : "; ") + fmt::format("other processes used {:.1f} cores meanwhile", *f);
+      if (const auto d = o.metric(metric::drift); d && *d != 1.0)
+        note += (note.empty() ? "" : "; ") + fmt::format("read x{:.2f} against the control measured nearest it", *d);
       row.push_back(cell(note, std::nullopt, "reason"));
     }
     t.rows.push_back(std::move(row));

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "core/printable.hpp"
+#include "core/metric_names.hpp"
 #include "tuner/record/racing.hpp"
 #include "tuner/report/report_facts.hpp"
 #include "tuner/report/report_html.hpp"
@@ -37,7 +38,7 @@ std::string trials_table(const JournalStudy& s) {
   std::vector<std::vector<std::string>> rows;
   std::vector<std::string> head = {"trial", "proposed"};
   for (const auto& p : space.params()) head.push_back(p.name);
-  for (const char* h : {"status", "samples/s", "dev mem", "host mem", "seconds"}) head.emplace_back(h);
+  for (const char* h : {"status", "samples/s", "dev mem", "host mem", "seconds", "others"}) head.emplace_back(h);
   // Fastest first, failures and unfinished after: the table answers "what was fast".
   std::vector<const JournalTrial*> order;
   for (const auto& t : s.journal.trials) order.push_back(&t);
@@ -52,12 +53,14 @@ std::string trials_table(const JournalStudy& s) {
       row.push_back(v ? to_string(*v) : "");
     }
     if (!t->outcome) {
-      row.insert(row.end(), {"running", "", "", "", ""});
+      row.insert(row.end(), {"running", "", "", "", "", ""});
     } else {
       const Outcome& o = *t->outcome;
       row.insert(row.end(), {std::string(to_string(o.status)) + (o.raced() ? " (raced)" : ""),
                              o.ok() ? fmt::format("{:.1f}", o.throughput) : "",
-                             memory_of(o, "vram_bytes"), memory_of(o, "ram_bytes"), fmt::format("{:.1f}", o.seconds)});
+                             memory_of(o, "vram_bytes"), memory_of(o, "ram_bytes"), fmt::format("{:.1f}", o.seconds),
+                             // cores other processes used meanwhile (tuner/run/machine_load.hpp)
+                             o.metric(metric::foreign_cores) ? fmt::format("{:.1f}", *o.metric(metric::foreign_cores)) : ""});
     }
     rows.push_back(std::move(row));
   }
@@ -101,8 +104,12 @@ std::string render_report_text(const JournalStudy& s) {
       out += fmt::format(", {:.2f}x the baseline ({:.1f} samples/s: {}){}", x->ratio, x->baseline,
                          s.spec.space.to_assignment(r.baseline->config).describe(),
                          x->remeasured ? fmt::format("; both measured again side by side, medians of {} runs: {:.1f} "
-                                                     "against {:.1f}",
-                                                     x->runs, x->answer, x->baseline)
+                                                     "against {:.1f}{}",
+                                                     x->runs, x->answer, x->baseline,
+                                                     x->low && x->high
+                                                         ? fmt::format("; {:.2f}-{:.2f}x at 90% over {} pairs", *x->low,
+                                                                       *x->high, x->runs)
+                                                         : std::string())
                                        : "");
     out += "\n          chosen as " + s.answer_rule + "\n";
     for (std::size_t i = 0; i < r.knobs.size(); ++i)

@@ -71,6 +71,12 @@ TEST_F(Remeasure, ACommandJobsBaselineAndAnswerAreMeasuredAgainInPairsInAbbaOrde
   const YAML::Node t = YAML::LoadFile((m_dir / "tuned.yaml").string());
   EXPECT_NEAR(t["baseline"]["speedup"].as<double>(), g, 1e-3);
   EXPECT_EQ(t["baseline"]["remeasured"]["runs"].as<int>(), 3);
+  ASSERT_EQ(t["baseline"]["pairs"].size(), 3u);
+  EXPECT_DOUBLE_EQ(t["baseline"]["pairs"][1][0].as<double>(), 806);  // [baseline, answer] of the second pair
+  EXPECT_DOUBLE_EQ(t["baseline"]["pairs"][1][1].as<double>(), 3205);
+  ASSERT_EQ(t["baseline"]["interval90"].size(), 2u);
+  EXPECT_LT(t["baseline"]["interval90"][0].as<double>(), g);
+  EXPECT_GT(t["baseline"]["interval90"][1].as<double>(), g);
   EXPECT_NE(r.out.find(fmt_ratio(g) + "x the baseline ("), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("at 90%, 3 pairs), measured again side by side"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("+ 6 side by side"), std::string::npos) << r.out;
@@ -95,6 +101,7 @@ TEST_F(Remeasure, AnAnswerNotShownFasterGivesWayToTheBaseline) {
   EXPECT_NE(r.out.find("was not shown to be faster than the baseline"), std::string::npos) << r.out;
   const YAML::Node t = YAML::LoadFile((m_dir / "tuned.yaml").string());
   EXPECT_EQ(t["best"]["batch_size"].as<int>(), 8) << r.out;
+  EXPECT_EQ(t["baseline"]["not_shown_faster"]["batch_size"].as<int>(), 32);
 }
 
 TEST_F(Remeasure, OffWhenTheSpecSaysZero) {
