@@ -23,6 +23,10 @@ inline constexpr const char* cpu_cores = "cpu_cores";
 // Cores' worth of CPU that processes outside autotune's tree used while the
 // trial ran (tuner/run/machine_load.hpp): the machine's other work.
 inline constexpr const char* foreign_cores = "foreign_cores";
+// ... and on the machine's GPUs: compute processes outside autotune's tree
+// and the device memory they held, the most seen at the trial's start or end.
+inline constexpr const char* foreign_gpu_processes = "foreign_gpu_processes";
+inline constexpr const char* foreign_gpu_bytes = "foreign_gpu_bytes";
 // Drift control (tuner/record/drift.hpp): a search trial's figure as
 // measured, and the factor that reads it against the control nearest it.
 inline constexpr const char* throughput_measured = "throughput_measured";

@@ -95,6 +95,17 @@ std::string machine_line(const Study& r) {
                            drift > 0 ? fmt::format(", trials read against the nearest (drift up to {:.0f}%)", drift * 100)
                                      : std::string(", no drift beyond the noise"));
   }
+  int gpu_trials = 0;
+  double gpu_most = 0, gpu_bytes = 0;
+  for (const TrialRecord& t : r.trials)
+    if (const auto n = t.outcome.metric(metric::foreign_gpu_processes); n && *n > 0) {
+      ++gpu_trials;
+      gpu_most = std::max(gpu_most, *n);
+      gpu_bytes = std::max(gpu_bytes, t.outcome.metric(metric::foreign_gpu_bytes).value_or(0));
+    }
+  if (gpu_trials > 0)
+    controls += fmt::format("; other processes on the GPU during {} trial{} (up to {:.0f}, holding {})", gpu_trials,
+                            gpu_trials == 1 ? "" : "s", gpu_most, format_bytes(gpu_bytes));
   if (foreign.front().first < kBusyCores) return line + " (quiet)" + controls;
   std::string most;
   for (std::size_t i = 0; i < foreign.size() && i < 3 && foreign[i].first >= kBusyCores; ++i)

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -62,8 +63,8 @@ std::optional<ProcTimes> read_proc(const char* pid) {
   return t;
 }
 
-// CPU ticks of this process and all its live descendants.
-double tree_ticks() {
+// CPU ticks of this process and all its live descendants; their pids in `pids`.
+double tree_ticks(std::vector<long>* pids = nullptr) {
   std::unordered_map<long, ProcTimes> procs;
   if (DIR* d = ::opendir("/proc")) {
     while (const dirent* e = ::readdir(d)) {
@@ -81,6 +82,7 @@ double tree_ticks() {
     const long pid = todo.back();
     todo.pop_back();
     if (auto it = procs.find(pid); it != procs.end()) sum += it->second.ticks;
+    if (pids) pids->push_back(pid);
     if (auto it = children.find(pid); it != children.end())
       todo.insert(todo.end(), it->second.begin(), it->second.end());
   }
@@ -106,6 +108,30 @@ std::optional<double> foreign_cores(const LoadSnapshot& from, const LoadSnapshot
   if (wall < 0.05) return std::nullopt;
   const double foreign = (to.machine_busy_s - from.machine_busy_s) - (to.ours_s - from.ours_s);
   return std::max(0.0, foreign / wall);
+}
+
+std::optional<GpuOthers> foreign_gpu_use(const std::string& nvidia_smi) {
+  const std::string cmd = nvidia_smi + " --query-compute-apps=pid,used_memory --format=csv,noheader,nounits 2>/dev/null";
+  FILE* p = ::popen(cmd.c_str(), "r");
+  if (!p) return std::nullopt;
+  std::string text;
+  char buf[4096];
+  for (std::size_t n; (n = std::fread(buf, 1, sizeof buf, p)) > 0 && text.size() < (1u << 20);) text.append(buf, n);
+  if (::pclose(p) != 0) return std::nullopt;
+  std::vector<long> ours;
+  tree_ticks(&ours);
+  GpuOthers others;
+  std::istringstream lines(text);
+  for (std::string line; std::getline(lines, line);) {
+    char* end = nullptr;
+    const long pid = std::strtol(line.c_str(), &end, 10);
+    if (end == line.c_str() || pid <= 0) continue;
+    if (std::find(ours.begin(), ours.end(), pid) != ours.end()) continue;
+    ++others.processes;
+    const auto comma = line.find(',');
+    if (comma != std::string::npos) others.bytes += std::strtod(line.c_str() + comma + 1, nullptr) * 1024 * 1024;
+  }
+  return others;
 }
 
 int usable_cores() {

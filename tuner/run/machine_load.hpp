@@ -33,6 +33,15 @@ LoadSnapshot take_load_snapshot();
 // (under 50 ms) to say.
 std::optional<double> foreign_cores(const LoadSnapshot& from, const LoadSnapshot& to);
 
+// Other processes' use of the machine's GPUs: compute processes outside
+// autotune's tree and the device memory they hold, as `nvidia-smi` lists
+// them. nullopt where the program is missing or fails.
+struct GpuOthers {
+  int processes = 0;
+  double bytes = 0;
+};
+std::optional<GpuOthers> foreign_gpu_use(const std::string& nvidia_smi = "nvidia-smi");
+
 // The cores this process may run on (its affinity), at least 1.
 int usable_cores();
 

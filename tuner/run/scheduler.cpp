@@ -8,6 +8,7 @@
 
 #include "core/metric_names.hpp"
 #include "tuner/record/journal.hpp"
+#include "tuner/spec/devices.hpp"
 #include "tuner/spec/spec.hpp"
 
 namespace autotune {
@@ -19,6 +20,7 @@ TrialSettings trial_settings(const Spec& spec) {
   s.repeats = std::max(1, spec.workload.repeats);
   s.seed = spec.search.seed;
   s.watch_machine = spec.workload.kind != "synthetic" && spec.workload.kind != "replay";
+  s.watch_gpus = s.watch_machine && !probe_gpus().ids.empty();
   if (!spec.output.journal.empty())
     s.log_root = trial_log_folder(spec.output.journal);
   return s;
@@ -102,6 +104,7 @@ void Scheduler::submit(int trial, const Assignment& config, const TrialContext& 
   t.config = config;
   t.ctx = ctx;
   if (m_settings.watch_machine) t.load_from = take_load_snapshot();
+  if (m_settings.watch_gpus) t.gpus_from = foreign_gpu_use();
   auto [it, fresh] = m_trials.emplace(trial, std::move(t));
   if (!fresh) throw std::logic_error(fmt::format("trial {} is already running", trial));
   start_repeat(trial, it->second);
@@ -141,6 +144,12 @@ std::optional<Scheduler::Done> Scheduler::wait_any(std::chrono::milliseconds wai
     o.seconds = t.seconds;
     if (const auto foreign = t.load_from.valid ? foreign_cores(t.load_from, take_load_snapshot()) : std::nullopt)
       o.metrics[metric::foreign_cores] = *foreign;
+    if (m_settings.watch_gpus)
+      if (const auto now = foreign_gpu_use()) {
+        const GpuOthers then = t.gpus_from.value_or(GpuOthers{});
+        o.metrics[metric::foreign_gpu_processes] = std::max(then.processes, now->processes);
+        o.metrics[metric::foreign_gpu_bytes] = std::max(then.bytes, now->bytes);
+      }
     Done d{run->ticket, std::move(t.config), apply_limits(std::move(o), m_settings.limits)};
     m_trials.erase(it);
     return d;

@@ -29,6 +29,7 @@ struct TrialSettings {
   // Read what the rest of the machine does during each trial (the
   // foreign_cores metric); off for workloads that measure nothing real.
   bool watch_machine = false;
+  bool watch_gpus = false;  // ... and its GPUs (a device here and nvidia-smi to read it)
 };
 
 // From a spec: its timeout, limits and repeats; logs beside the journal
@@ -88,6 +89,7 @@ class Scheduler {
     std::vector<Outcome> runs;
     double seconds = 0;
     LoadSnapshot load_from;  // the machine when it started
+    std::optional<GpuOthers> gpus_from;
   };
   void start_repeat(int trial, InFlight& t);
 

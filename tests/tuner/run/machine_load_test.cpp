@@ -213,4 +213,20 @@ TEST_F(MachineLoad, ALoadThatStartsMidSessionIsReadAgainstTheControlMeasuredUnde
   EXPECT_EQ(tuned["best"]["x"].as<int>(), 8) << read(m_dir / "tuned.yaml") << read(log);
 }
 
+// Other processes on the GPU, as nvidia-smi lists them: a stand-in program
+// lists one process of ours (its own shell's parent, the test) and one that
+// is not (pid 1).
+TEST(GpuOthers, CountsTheComputeProcessesOutsideAutotunesTree) {
+  const fs::path dir = autotune::testing::fresh_test_dir("gpu_others");
+  const fs::path smi = dir / "nvidia-smi";
+  std::ofstream(smi) << "#!/bin/sh\necho \"" << ::getpid() << ", 500\"\necho \"1, 1024\"\necho \"[Not Supported]\"\n";
+  fs::permissions(smi, fs::perms::owner_all);
+  const auto others = autotune::foreign_gpu_use(smi.string());
+  ASSERT_TRUE(others);
+  EXPECT_EQ(others->processes, 1);
+  EXPECT_DOUBLE_EQ(others->bytes, 1024.0 * 1024 * 1024);
+  EXPECT_FALSE(autotune::foreign_gpu_use((dir / "missing").string()));
+  fs::remove_all(dir);
+}
+
 }  // namespace
