@@ -43,6 +43,8 @@ void child_setup(int out_fd, int err_fd, const std::vector<int>& cpus, pid_t par
   // shell that execs its last command (dash, bash -c) the script gets it too.
   ::prctl(PR_SET_PDEATHSIG, SIGKILL);
   if (::getppid() != parent) ::_exit(126);  // the tuner died before prctl
+  // What the shell or launcher starts escapes that; the watchdog covers it.
+  forget_watchdog_in_child();
   // Default dispositions and an empty mask: the tuner's handlers and the
   // forking thread's mask must not leak into the trial.
   sigset_t none;
@@ -121,6 +123,10 @@ pid_t spawn_external(const ExternalCommand& cmd, const std::map<std::string, std
     std::string_view kv(*e);
     auto eq = kv.find('=');
     if (eq == std::string_view::npos) continue;
+    // A trial's AUTOTUNE_* are its own: one exported in the user's shell
+    // (AUTOTUNE_NUM_WORKERS=8 from an earlier experiment) would reach every
+    // trial as a knob value that is not in the space.
+    if (kv.rfind("AUTOTUNE_", 0) == 0 && !cmd.pass_autotune_env) continue;
     env[std::string(kv.substr(0, eq))] = std::string(kv.substr(eq + 1));
   }
   for (const auto& [k, v] : extra_env) env[k] = v;
@@ -162,6 +168,7 @@ pid_t spawn_external(const ExternalCommand& cmd, const std::map<std::string, std
     ::execve(program.c_str(), argv.data(), envp.data());
     child_fail("exec", program.c_str());
   }
+  watch_group(pid);
   return pid;
 }
 
@@ -195,6 +202,7 @@ ExternalRun run_forked(const std::function<int(int result_fd)>& body, const Chil
     std::fflush(nullptr);
     ::_exit(code);
   }
+  subproc::watch_group(pid);
   out_w.reset();
   err_w.reset();
   res_w.reset();
