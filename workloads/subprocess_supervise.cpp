@@ -226,6 +226,7 @@ ExternalRun supervise(pid_t pid, Fd& out_r, Fd& err_r, Fd* res_r, const ChildOpt
         // is in the pipes already; read it, and leave the worker running.
         next_done_check = now + 0.005;
         if (opt.trial_done()) {
+          sample();  // the peak since the last sample: the worker's memory stays, no rusage comes
           kept = exited = true;
           drain_until = since(t0) + 0.02;
         }

@@ -14,6 +14,7 @@ from ._torch_env import _cuda_in_use, _torch
 
 
 _WARM_READY_WAIT_S = 5.0  # at most this long for the last trial's processes to exit (under exit_grace)
+_ENTERED_WAIT_S = 10.0  # at most this long for autotune to read the start-up's memory
 _entered_trials = False
 
 
@@ -76,11 +77,19 @@ def _say_entered(warm_dir):
     """Tells autotune that the start-up is over (imports, a model): it reads
     the process group's memory now, as the base that every later trial of
     this worker is charged (the rest of what a trial adds is its own), and
-    removes the file. Waits for that, at most a second."""
+    removes the file. Waits for that (autotune looks every few milliseconds;
+    a long wait is a machine that starves it), and past the wait takes the
+    file back, so that the reading is not taken in the middle of a trial."""
     path = os.path.join(warm_dir, "entered")
     _write_atomically(path, "")
-    deadline = time.monotonic() + 1.0
-    while os.path.exists(path) and time.monotonic() < deadline:
+    deadline = time.monotonic() + _ENTERED_WAIT_S
+    while os.path.exists(path):
+        if time.monotonic() > deadline:
+            try:
+                os.unlink(path)
+            except OSError:
+                pass
+            return
         time.sleep(0.002)
 
 
