@@ -234,7 +234,8 @@ Outcome Workload::interpret(const ExternalRun& run, const TrialContext& ctx) con
   }
 
   if (result)
-    if (auto why = implausible_result(*result)) return Outcome::failure(Status::error, *why + output_tails(run, ctx.log_dir));
+    if (auto why = implausible_result(*result))
+      return Outcome::failure(Status::error, *why + output_tails(run, ctx.log_dir));
   std::map<std::string, double> metrics;
   if (result) collect_metrics(*result, metrics);
   if (auto failed = external_failure(run, ctx, result, after_result)) {

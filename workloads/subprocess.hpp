@@ -62,16 +62,20 @@ ExternalRun run_forked(const std::function<int(int result_fd)>& body, const Chil
 // Starts an ExternalCommand: environment = this process's less every
 // AUTOTUNE_* variable (unless cmd.pass_autotune_env), then `extra_env`
 // (e.g. TrialContext::env), then cmd.env. Reads and (unless
-// kept) removes cmd.result_file.
+// kept) removes cmd.result_file, as read_job_file allows (a file that is
+// refused sets ExternalRun::result_refused and is removed, kept or not).
 ExternalRun run_external(const ExternalCommand& cmd, const std::map<std::string, std::string>& extra_env,
                          const ChildOptions& opt);
 
 // A warm worker: one process group (`shell -c command`) that runs trial
 // after trial, so that a job's start-up is paid once. The first trial
 // starts it with that trial's environment plus AUTOTUNE_WARM_DIR (a folder
-// of its own); autotune_trial.trials() then writes `ready-<trial>` there
-// once a trial is over and its loader's workers are gone, and waits for
-// `next.json` ({"env": {AUTOTUNE_*...}}) or `stop`. Isolation is a cold
+// of its own); autotune_trial.trials() writes `entered` there as it starts
+// (its start-up done: the worker reads the group's memory and removes it,
+// which the script waits for), then `ready-<trial>` once a trial is over
+// and its loader's workers are gone, and waits for `next.json`
+// ({"env": {AUTOTUNE_*...}}) or `stop`; before the next trial it changes
+// back to the folder it started in. Isolation is a cold
 // trial's: its own process group, the timeout and Ctrl-C kill the group,
 // and a worker that dies mid-trial gives the trial the status a cold
 // trial's death would. A script that never enters trials() exits after its
@@ -88,12 +92,14 @@ ExternalRun run_external(const ExternalCommand& cmd, const std::map<std::string,
 // autotune_trial.trials() (it says so with `entered` in its folder), else
 // (a worker that does not say) the resident memory when its first trial
 // ended. For a worker that keeps nothing between trials the figure is a
-// cold trial's.
+// cold trial's. What a trial keeps and a later one reuses (a cache the
+// first trial builds: pinned host buffers) is charged to the trial that
+// built it only: put what every trial needs before the loop.
 // A worker whose resident memory between trials has grown by more than
 // 25% of what it held when its first trial ended (at least 64 MiB) is
 // replaced before the next trial (ExternalRun::worker_replaced, metric
-// worker_replaced): a leak does not pile up into later trials' memory, and
-// what is left uncharged stays below that bound.
+// worker_replaced): a leak does not pile up, neither into later trials'
+// figures nor into the machine's memory.
 // One thread at a time (one worker per parallel slot).
 class WarmWorker {
  public:

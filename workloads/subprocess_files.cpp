@@ -42,7 +42,8 @@ JobFile read_job_file(const std::filesystem::path& path, std::size_t cap) {
   }
   // Looked at before it is opened: opening a device or a FIFO may block or
   // act (a tape rewinds), and a link may point anywhere (/etc/passwd).
-  if (!S_ISREG(before.st_mode)) return refuse(fmt::format("is {}, not a regular file: not read", file_kind(before.st_mode)));
+  if (!S_ISREG(before.st_mode))
+    return refuse(fmt::format("is {}, not a regular file: not read", file_kind(before.st_mode)));
   const int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
   if (fd < 0) {
     if (errno == ENOENT) return f;

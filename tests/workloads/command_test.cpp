@@ -395,10 +395,11 @@ TEST(CommandWorkload, InheritedAutotuneVariablesDoNotReachATrial) {
   ::setenv("AUTOTUNE_STOP_BELOW", "1e9", 1);
   ::setenv("AUTOTUNE_BATCH_SIZE", "999", 1);
   const WorkloadInfo info = command_workload_info();
-  auto w = info.make(Options::with_defaults(info.options, {{"command", std::string("env > env.txt; echo '{\"throughput\": 1}'")},
-                                                           {"cwd", dir.path().string()},
-                                                           {"env", std::map<std::string, std::string>{{"AUTOTUNE_MINE", "asked"}}}}),
-                     WorkloadEnv{{"batch_size"}, "/"});
+  const std::map<std::string, OptionValue> given = {
+      {"command", std::string("env > env.txt; echo '{\"throughput\": 1}'")},
+      {"cwd", dir.path().string()},
+      {"env", std::map<std::string, std::string>{{"AUTOTUNE_MINE", "asked"}}}};
+  auto w = info.make(Options::with_defaults(info.options, given), WorkloadEnv{{"batch_size"}, "/"});
   Outcome o = w->measure(Assignment({{"batch_size", Value{std::int64_t{64}}}}), ctx_with(10));
   ::unsetenv("AUTOTUNE_NUM_WORKERS");
   ::unsetenv("AUTOTUNE_STOP_BELOW");
