@@ -56,11 +56,14 @@ std::set<pid_t> g_watched_groups;
   ::sigprocmask(SIG_SETMASK, &none, nullptr);
   ::prctl(PR_SET_NAME, "autotune-watch");
   // Nothing of the tuner's stays open here: not a trial's pipe (its reader
-  // would wait for this process), not the terminal or a caller's pipe.
+  // would wait for this process), not the terminal or a caller's pipe. The
+  // socket is moved out of 0-2 first (a tuner started with stdin closed).
+  const int kept = ::fcntl(fd, F_DUPFD, 10);
+  if (kept < 0) ::_exit(1);
   const int null = ::open("/dev/null", O_RDWR);
   for (int std_fd = 0; std_fd < 3; ++std_fd)
     if (null >= 0) ::dup2(null, std_fd);
-  if (fd != 3) ::dup2(fd, 3);
+  ::dup2(kept, 3);
   ::syscall(SYS_close_range, 4U, ~0U, 0U);
   int count = 0;
   char buf[sizeof(WatchMessage) * 64];

@@ -339,6 +339,31 @@ TEST(CommandWorkload, TrialDiesWithAKilledTuner) {
   if (testing::process_alive(trial)) ::kill(static_cast<pid_t>(trial), SIGKILL);
 }
 
+// What the shell starts (a launcher's ranks, `cd x && python3 ...`) goes
+// with a tuner killed by SIGKILL too, not only the shell: the watchdog
+// kills the group. The tuner here is a fork of this test, which may have a
+// watchdog of its own already: the fork must start its own.
+TEST(CommandWorkload, AGrandchildDiesWithAKilledTuner) {
+  ScratchDir dir;
+  auto pidfile = dir.path() / "pid";
+  auto warmup = make_command("echo '{\"throughput\": 1}'");
+  ASSERT_EQ(warmup->measure(cfg(), ctx_with(10)).status, Status::ok);  // this process's watchdog, started
+  auto w = make_command("sleep 1000 & echo $! > " + pidfile.string() + "; wait");
+  const pid_t tuner = ::fork();
+  ASSERT_GE(tuner, 0);
+  if (tuner == 0) {
+    w->measure(cfg(), ctx_with(30));
+    ::_exit(0);
+  }
+  long trial = -1;
+  for (int i = 0; i < 3000 && trial <= 0; ++i, ::usleep(10000)) trial = testing::read_pid(pidfile);
+  ASSERT_GT(trial, 0);
+  ::kill(tuner, SIGKILL);
+  ::waitpid(tuner, nullptr, 0);
+  EXPECT_TRUE(testing::gone_within(trial, 2.0)) << "the shell's child outlived the tuner";
+  if (testing::process_alive(trial)) ::kill(static_cast<pid_t>(trial), SIGKILL);
+}
+
 // A knob value is one shell word wherever its placeholder stands: nothing
 // in it runs, redirects, globs or splits (a categorical value is data).
 TEST(CommandWorkload, APlaceholderIsOneShellWordWhateverItsValue) {
