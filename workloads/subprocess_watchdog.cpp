@@ -6,9 +6,10 @@
 //
 // The tuner holds the only writing end of a socket whose other end the
 // watchdog reads; it says "watch group G" as a trial starts and "forget G"
-// just before it reaps the group. The kernel closes the tuner's end when it
-// dies: the watchdog reads end-of-file, SIGKILLs every group still watched
-// and exits. It sits in a process group of its own, so that a signal to the
+// just before it reaps the group; a trial's child waits to run until its
+// group is told (StartGate, subprocess_spawn.cpp). The kernel closes the
+// tuner's end when it dies: the watchdog reads end-of-file, SIGKILLs every
+// group still watched and exits. It sits in a process group of its own, so that a signal to the
 // tuner's group (a shell's `kill -9 %1`) does not take it too, and ignores
 // the terminal's signals; the tuner's end is close-on-exec, and a forked
 // child that does not exec lets go of it (forget_watchdog_in_child).
