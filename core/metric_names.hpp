@@ -61,6 +61,9 @@ inline constexpr const char* startup_seconds = "startup_seconds";
 // autotune_trial.trials(), so every trial runs cold).
 inline constexpr const char* worker_started = "worker_started";
 inline constexpr const char* warm_ran_cold = "warm_ran_cold";
+// 1 on the trial before which the slot's worker was replaced because its
+// resident memory had grown between trials (a leak; workloads/subprocess.hpp).
+inline constexpr const char* worker_replaced = "worker_replaced";
 
 // The training itself.
 inline constexpr const char* loss = "loss";

@@ -28,16 +28,31 @@ CommandTemplate CommandTemplate::parse(const std::string& text, const std::vecto
     return false;
   };
   auto where = [&](std::size_t i) { return fmt::format("command, column {}", i + 1); };
+  // The shell's quoting as it reads the literal text, so that a value is
+  // quoted for where its placeholder stands.
+  char quote = 0;
+  bool escaped = false;
+  auto read_as_shell = [&](char c) {
+    if (escaped) escaped = false;
+    else if (quote == '\'') quote = c == '\'' ? 0 : quote;
+    else if (c == '\\') escaped = true;
+    else if (quote == '"') quote = c == '"' ? 0 : quote;
+    else if (c == '\'' || c == '"') quote = c;
+  };
+  auto add = [&](char c) {
+    literal += c;
+    read_as_shell(c);
+  };
   auto ident_char = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' || c == '-'; };
   for (std::size_t i = 0; i < text.size(); ++i) {
     const char c = text[i];
     if (c == '{' && i + 1 < text.size() && text[i + 1] == '{') {
-      literal += '{';
+      add('{');
       ++i;
       continue;
     }
     if (c == '}' && i + 1 < text.size() && text[i + 1] == '}') {
-      literal += '}';
+      add('}');
       ++i;
       continue;
     }
@@ -48,13 +63,13 @@ CommandTemplate CommandTemplate::parse(const std::string& text, const std::vecto
     const bool ident_start = c == '{' && i + 1 < text.size() &&
                              (std::isalpha(static_cast<unsigned char>(text[i + 1])) || text[i + 1] == '_');
     if (!ident_start) {
-      literal += c;
+      add(c);
       continue;
     }
     if (j == text.size())
       throw WorkloadConfigError(where(i) + ": '{' is never closed (write '{{' for a literal brace)");
     if (text[j] != '}') {
-      literal += c;
+      add(c);
       continue;
     }
     const std::string name = text.substr(i + 1, j - i - 1);
@@ -67,20 +82,45 @@ CommandTemplate CommandTemplate::parse(const std::string& text, const std::vecto
           where(i), name, list.empty() ? "none" : list));
     }
     flush();
-    t.parts.push_back({true, name});
+    t.parts.push_back({true, name, quote});
+    escaped = false;
     i = j;
   }
   flush();
   return t;
 }
 
-std::string CommandTemplate::expand(const Assignment& config) const {
+std::string shell_word(std::string_view text) {
+  const auto plain = [](unsigned char c) {
+    return std::isalnum(c) || std::string_view("_@%+:,./-").find(static_cast<char>(c)) != std::string_view::npos;
+  };
+  if (!text.empty() && std::all_of(text.begin(), text.end(), plain)) return std::string(text);
+  std::string out = "'";
+  for (char c : text) out += c == '\'' ? std::string("'\"'\"'") : std::string(1, c);
+  return out + "'";
+}
+
+std::string CommandTemplate::expand(const Assignment& config, bool raw) const {
   std::string out;
   for (const auto& p : parts) {
     if (!p.placeholder) {
       out += p.text;
-    } else if (const Value* v = config.find(p.text)) {
-      out += to_string(*v);
+      continue;
+    }
+    const Value* v = config.find(p.text);
+    if (!v) continue;
+    const std::string value = to_string(*v);
+    if (raw) {
+      out += value;
+    } else if (p.quote == '\'') {  // inside '...': close, a quoted quote, reopen
+      for (char c : value) out += c == '\'' ? std::string("'\"'\"'") : std::string(1, c);
+    } else if (p.quote == '"') {  // inside "...": what stays special there, escaped
+      for (char c : value) {
+        if (c == '\\' || c == '"' || c == '$' || c == '`') out += '\\';
+        out += c;
+      }
+    } else {
+      out += shell_word(value);
     }
   }
   return out;
@@ -229,7 +269,8 @@ CommandWorkload::CommandWorkload(const Options& options, const WorkloadEnv& env)
       m_env(options.get_map("env")),
       m_shell(options.get_string("shell")),
       m_exit_grace_s(options.get_number("exit_grace")),
-      m_warm(options.get_bool("warm")) {
+      m_warm(options.get_bool("warm")),
+      m_raw(options.get_bool("raw")) {
   if (m_shell.empty()) throw WorkloadConfigError("shell: must not be empty");
   if (!m_cwd.empty() && m_cwd.is_relative()) m_cwd = std::filesystem::absolute(env.spec_dir / m_cwd);
 }
@@ -240,7 +281,7 @@ std::optional<ExternalCommand> CommandWorkload::external_command(const Assignmen
   // A simple command is exec'd by the shell, so nothing stands between the
   // tuner and the job: its signal, its exit status and PR_SET_PDEATHSIG reach
   // it directly. dash does not do this by itself.
-  const std::string text = m_template.expand(config);
+  const std::string text = m_template.expand(config, m_raw);
   cmd.via_shell = true;
   cmd.argv = {m_shell, "-c", posix_shell(m_shell) ? exec_form(text) : text};
   cmd.cwd = m_cwd;
@@ -289,7 +330,10 @@ WorkloadInfo command_workload_info() {
   info.summary = "your own training script, one process per trial; prints or writes a JSON result";
   info.options = {
       {"command", OptionType::string, std::nullopt,
-       "shell command; {name} is replaced by the parameter's value, {{ and }} are literal braces"},
+       "shell command; {name} is replaced by the parameter's value, quoted for the shell as one word, "
+       "{{ and }} are literal braces"},
+      {"raw", OptionType::boolean, OptionValue{false},
+       "paste {name} values into `command` verbatim, unquoted (values that are meant as shell text)"},
       {"cwd", OptionType::path, OptionValue(std::string()), "working directory (default: the tuner's)"},
       {"env", OptionType::string_map, OptionValue(std::map<std::string, std::string>{}),
        "extra environment variables"},

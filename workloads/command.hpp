@@ -5,8 +5,12 @@
 //   command: "python3 train.py --bs {batch_size} --precision {precision}"
 //
 // `{name}` (an identifier: letters, digits, `_`, `.`, `-`) is replaced by the
-// configuration's value of parameter `name`, verbatim, not shell-quoted (the
-// AUTOTUNE_<NAME> environment variables are the quoting-free route). `{{` and
+// configuration's value of parameter `name`, quoted for a POSIX shell where it
+// stands: one word outside quotes (single-quoted when it holds anything but
+// letters, digits and `_@%+:,./-`), the same text inside '...' or "..." that
+// the user wrote around it. A categorical value never runs a command,
+// redirects, globs or splits. With the workload's `raw: true` the value is
+// pasted verbatim (a value that is meant to be shell text). `{{` and
 // `}}` are literal braces; any brace that does not open an identifier
 // placeholder is literal too, so JSON, awk '{print $1}' and find's `{}` pass
 // through. A shell variable in braces must be written `${{HOME}}`: `${HOME}`
@@ -35,14 +39,22 @@ struct CommandTemplate {
   struct Part {
     bool placeholder = false;
     std::string text;  // literal text, or the parameter name
+    char quote = 0;    // a placeholder's shell quoting where it stands: 0, '\'' or '"'
   };
   std::vector<Part> parts;
 
   // Throws WorkloadConfigError naming the column for an unknown parameter or
   // an unclosed `{name` at the end of the text.
   static CommandTemplate parse(const std::string& text, const std::vector<std::string>& parameter_names);
-  std::string expand(const Assignment& config) const;
+  // Each value quoted for the shell where its placeholder stands; `raw`:
+  // verbatim.
+  std::string expand(const Assignment& config, bool raw = false) const;
 };
+
+// `text` as one POSIX shell word: unchanged when it is made only of
+// letters, digits and `_@%+:,./-` (and not empty), else single-quoted, a
+// quote inside written '"'"'.
+std::string shell_word(std::string_view text);
 
 // `text` with `exec ` before its program when it is one simple command
 // (`python3 train.py --bs 64`, also after NAME=value assignments), so that
@@ -92,6 +104,7 @@ class CommandWorkload : public Workload {
   std::string m_shell;
   double m_exit_grace_s = 10;
   bool m_warm = false;
+  bool m_raw = false;
 };
 
 }  // namespace autotune

@@ -20,7 +20,8 @@ namespace {
 using nlohmann::json;
 
 std::optional<json> parse_object(std::string_view text) {
-  json j = json::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/false);
+  const std::string marked = mark_nonfinite(text);
+  json j = json::parse(marked, nullptr, /*allow_exceptions=*/false);
   if (j.is_object()) return j;
   return std::nullopt;
 }
@@ -53,6 +54,53 @@ void collect_metrics(const json& j, std::map<std::string, double>& metrics) {
       collect_metrics(v, metrics);
     }
   }
+}
+
+// Bounds on what a result may say. A job's figures pass into the journal,
+// the strategy's model and the answer: one absurd number (1e308 samples/s)
+// would be the best configuration, and thousands of keys would be copied
+// into every record.
+constexpr std::size_t kMaxMetrics = 256;
+constexpr double kMaxThroughput = 1e12;  // samples/s: far above any real input pipeline
+constexpr double kMaxBytes = 1LL << 60;  // a memory figure above 1 EiB is no measurement
+
+// The first number of the result (and its `metrics`) that is not finite, as
+// "the result's loss is NaN"; and how many numbers it holds.
+void scan_numbers(const json& j, const std::string& prefix, std::size_t& count, std::string& nonfinite) {
+  for (const auto& [k, v] : j.items()) {
+    if (k == "metrics" && v.is_object() && prefix.empty()) {
+      scan_numbers(v, "metrics.", count, nonfinite);
+      continue;
+    }
+    if (v.is_number()) {
+      ++count;
+      if (nonfinite.empty() && !std::isfinite(v.get<double>()))
+        nonfinite = fmt::format("the result's {}{} is {}", prefix, k, v.get<double>());
+    } else if (v.is_string() && v.get<std::string>().rfind(kNonFiniteMark, 0) == 0) {
+      ++count;
+      if (nonfinite.empty())
+        nonfinite = fmt::format("the result's {}{} is {}", prefix, k,
+                                v.get<std::string>().substr(std::string_view(kNonFiniteMark).size()));
+    }
+  }
+}
+
+// Why a parsed result cannot be taken as a measurement: a number that is not
+// finite (Python's json writes NaN and Infinity), too many metrics, a figure
+// no job measures. Nullopt when it can.
+std::optional<std::string> implausible_result(const json& j) {
+  std::size_t count = 0;
+  std::string nonfinite;
+  scan_numbers(j, "", count, nonfinite);
+  if (!nonfinite.empty()) return nonfinite + ": a result's numbers must be finite";
+  if (count > kMaxMetrics) return fmt::format("the result has {} metrics, at most {}", count, kMaxMetrics);
+  if (j.contains("throughput") && j["throughput"].is_number() && j["throughput"].get<double>() > kMaxThroughput)
+    return fmt::format("the result's throughput {:g} samples/s is beyond any real job (at most {:g})",
+                       j["throughput"].get<double>(), kMaxThroughput);
+  for (const char* key : {metric::ram_bytes, metric::vram_bytes})
+    if (j.contains(key) && j[key].is_number() && (j[key].get<double>() < 0 || j[key].get<double>() > kMaxBytes))
+      return fmt::format("the result's {} {:g} is not a memory size (0 to 2^60 bytes)", key, j[key].get<double>());
+  return std::nullopt;
 }
 
 std::string reported_reason(const json& j) {
@@ -170,6 +218,11 @@ Outcome Workload::interpret(const ExternalRun& run, const TrialContext& ctx) con
     }
   }
 
+  // The result file was something else (a link, a FIFO, a device, too
+  // big): not read, and not replaced by what standard output says.
+  if (!printed && !run.result_refused.empty())
+    return Outcome::failure(Status::error, run.result_refused + output_tails(run, ctx.log_dir));
+
   std::optional<json> result = printed;
   if (!result && run.result) {
     result = parse_object(*run.result);
@@ -180,6 +233,9 @@ Outcome Workload::interpret(const ExternalRun& run, const TrialContext& ctx) con
     result = last_json_line(run.stdout_tail);
   }
 
+  if (result)
+    if (auto why = implausible_result(*result))
+      return Outcome::failure(Status::error, *why + output_tails(run, ctx.log_dir));
   std::map<std::string, double> metrics;
   if (result) collect_metrics(*result, metrics);
   if (auto failed = external_failure(run, ctx, result, after_result)) {
@@ -200,6 +256,7 @@ Outcome Workload::interpret(const ExternalRun& run, const TrialContext& ctx) con
 Outcome with_run_facts(Outcome o, const ExternalRun& run) {
   if (!o.ram_bytes() && run.peak_ram_bytes > 0) o.metrics[metric::ram_bytes] = run.peak_ram_bytes;
   if (o.seconds <= 0) o.seconds = run.wall_s;  // a forked workload may report its own (simulated) seconds
+  if (run.worker_replaced) o.metrics[metric::worker_replaced] = 1;
   return o;
 }
 

@@ -11,6 +11,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <filesystem>
@@ -46,13 +47,11 @@ ChildOptions watched_options(const ExternalCommand& cmd, const ChildOptions& opt
 void take_result(const ExternalCommand& cmd, ExternalRun& run) {
   run.via_shell = cmd.via_shell;
   if (cmd.result_file.empty()) return;
-  std::ifstream in(cmd.result_file, std::ios::binary);
-  if (in) {
-    std::stringstream ss;
-    ss << in.rdbuf();
-    run.result = ss.str();
-  }
-  if (!cmd.keep_result_file) {
+  JobFile f = read_job_file(cmd.result_file, kResultFileCap);
+  if (f.state == JobFile::read) run.result = std::move(f.text);
+  if (f.state == JobFile::refused) run.result_refused = "$AUTOTUNE_RESULT " + f.why;
+  // What is not a result (a link, a FIFO) is not kept in the trial's folder either.
+  if (!cmd.keep_result_file || f.state == JobFile::refused) {
     std::error_code ec;
     std::filesystem::remove(cmd.result_file, ec);
   }
@@ -61,6 +60,10 @@ void take_result(const ExternalCommand& cmd, ExternalRun& run) {
 // The warm protocol's files in the worker's folder (AUTOTUNE_WARM_DIR).
 constexpr const char* kWarmNext = "next.json";  // the next trial's environment, from the tuner
 constexpr const char* kWarmStop = "stop";       // no more trials
+constexpr const char* kWarmEntered = "entered"; // the script entered trials(): its start-up is done
+// A worker whose resident memory grew by more than this between trials is replaced.
+constexpr double kReplaceGrowthShare = 0.25;
+constexpr double kReplaceGrowthFloor = 64.0 * (1 << 20);
 std::filesystem::path warm_ready_file(const std::filesystem::path& dir, const std::string& trial) {
   return dir / ("ready-" + trial);  // the worker is done with `trial`
 }
@@ -122,15 +125,26 @@ ExternalRun WarmWorker::run(const ExternalCommand& cmd, const std::map<std::stri
     if (::waitid(P_PID, static_cast<id_t>(m_pid), &info, WEXITED | WNOHANG | WNOWAIT) == 0 && info.si_pid == m_pid)
       stop();
   }
+  bool replaced = false;
+  if (m_pid > 0 && m_first_idle_rss > 0 &&
+      subproc::group_rss_bytes(m_pid) - m_first_idle_rss >
+          std::max(kReplaceGrowthFloor, kReplaceGrowthShare * m_first_idle_rss)) {
+    stop();
+    replaced = true;
+  }
+  const bool fresh = m_pid <= 0;
+  double start_rss = 0;
   if (m_pid > 0) {
     out_r.fd = m_out;
     err_r.fd = m_err;
     subproc::reset_group_peaks(m_pid);
+    start_rss = subproc::group_rss_bytes(m_pid);
     nlohmann::json env = nlohmann::json::object();
     for (const auto& [k, v] : cmd.env)
       if (k.rfind("AUTOTUNE_", 0) == 0) env[k] = v;
     write_atomically(m_dir / kWarmNext, nlohmann::json{{"env", env}}.dump());
   } else {
+    m_base_rss = m_first_idle_rss = -1;
     std::error_code ec;
     const auto base = std::filesystem::temp_directory_path(ec);
     static std::atomic<unsigned> counter{0};
@@ -160,12 +174,25 @@ ExternalRun WarmWorker::run(const ExternalCommand& cmd, const std::map<std::stri
   }
   ChildOptions watched = watched_options(cmd, opt);
   const std::filesystem::path ready = warm_ready_file(m_dir, trial);
-  watched.trial_done = [&ready] {
+  const std::filesystem::path entered = m_dir / kWarmEntered;
+  watched.trial_done = [&, this] {
     std::error_code ec;
+    // The script waits for this to go before its first trial's body: the
+    // group's memory now is its start-up's.
+    if (fresh && m_base_rss < 0 && std::filesystem::exists(entered, ec)) {
+      m_base_rss = subproc::group_rss_bytes(m_pid);
+      std::filesystem::remove(entered, ec);
+    }
     return std::filesystem::exists(ready, ec);
   };
   ExternalRun run = subproc::supervise(m_pid, out_r, err_r, nullptr, watched, t0);
   take_result(cmd, run);
+  run.worker_replaced = replaced;
+  if (!fresh && run.peak_ram_bytes > 0) {
+    const double base = m_base_rss >= 0 ? m_base_rss : m_first_idle_rss;
+    run.peak_ram_bytes = base + std::max(0.0, run.peak_ram_bytes - start_rss);
+  }
+  if (run.worker_kept && fresh) m_first_idle_rss = subproc::group_rss_bytes(m_pid);
   if (run.worker_kept) {
     std::error_code ec;
     std::filesystem::remove(ready, ec);
@@ -188,6 +215,7 @@ void WarmWorker::stop() {
     int status = 0;
     while (::waitpid(m_pid, &status, WNOHANG) == 0 && subproc::since(t0) < 2.0) ::usleep(10000);
     ::killpg(m_pid, SIGKILL);
+    subproc::forget_group(m_pid);
     while (::waitpid(m_pid, &status, 0) < 0 && errno == EINTR) {
     }
     m_pid = -1;

@@ -12,11 +12,15 @@
 //   ExternalRun::spawn_error.
 // - Safe to call from several threads at once (parallel slots): pipes are
 //   close-on-exec and an exec'd child closes every other descriptor.
-// - If the tuner itself dies, the child gets SIGKILL (PR_SET_PDEATHSIG; kept
-//   across exec, so a script that the shell exec's gets it too).
+// - If the tuner itself dies, however it dies (SIGKILL included), the whole
+//   group gets SIGKILL: a watchdog process that the tuner forks at its first
+//   trial watches every trial's group (warm workers' too) and kills those
+//   left when the tuner's end of its socket closes
+//   (subprocess_watchdog.cpp); the direct child also has PR_SET_PDEATHSIG.
 // Not covered: a descendant that leaves the group (setsid, setpgid) escapes
-// the final kill, and grandchildren outlive a tuner that was SIGKILLed; both
-// need cgroups, which we do not assume.
+// the final kill and the watchdog; that needs cgroups, which we do not
+// assume. A watchdog killed by SIGKILL together with the tuner (a kill of
+// every process of the user) cannot act.
 #include <condition_variable>
 #include <cstddef>
 #include <functional>
@@ -55,24 +59,47 @@ struct ChildOptions {
 // value (127 when body throws). For in-process workloads under isolation.
 ExternalRun run_forked(const std::function<int(int result_fd)>& body, const ChildOptions& opt);
 
-// Starts an ExternalCommand: environment = this process's, then
-// `extra_env` (e.g. TrialContext::env), then cmd.env. Reads and (unless
-// kept) removes cmd.result_file.
+// Starts an ExternalCommand: environment = this process's less every
+// AUTOTUNE_* variable (unless cmd.pass_autotune_env), then `extra_env`
+// (e.g. TrialContext::env), then cmd.env. Reads and (unless
+// kept) removes cmd.result_file, as read_job_file allows (a file that is
+// refused sets ExternalRun::result_refused and is removed, kept or not).
 ExternalRun run_external(const ExternalCommand& cmd, const std::map<std::string, std::string>& extra_env,
                          const ChildOptions& opt);
 
 // A warm worker: one process group (`shell -c command`) that runs trial
 // after trial, so that a job's start-up is paid once. The first trial
 // starts it with that trial's environment plus AUTOTUNE_WARM_DIR (a folder
-// of its own); autotune_trial.trials() then writes `ready-<trial>` there
-// once a trial is over and its loader's workers are gone, and waits for
-// `next.json` ({"env": {AUTOTUNE_*...}}) or `stop`. Isolation is a cold
+// of its own); autotune_trial.trials() writes `entered` there as it starts
+// (its start-up done: the worker reads the group's memory and removes it,
+// which the script waits for), then `ready-<trial>` once a trial is over
+// and its loader's workers are gone, and waits for `next.json`
+// ({"env": {AUTOTUNE_*...}}) or `stop`; before the next trial it changes
+// back to the folder it started in. Isolation is a cold
 // trial's: its own process group, the timeout and Ctrl-C kill the group,
 // and a worker that dies mid-trial gives the trial the status a cold
 // trial's death would. A script that never enters trials() exits after its
 // first trial: each trial then starts it anew. Per-trial figures: the
 // group's peak memory counters (VmHWM) are reset before each trial after
 // the first, and each trial's output goes to that trial's log.
+//
+// Host memory (ram_bytes) of a trial: the first trial of a worker counts
+// its start-up, as a cold trial does (the group's peak). A later trial
+// counts the worker's start-up `base` plus what it added over the group's
+// resident memory when it began: base + (peak - resident at its start), so
+// that what earlier trials left behind (a leak, a cache) is not charged to
+// it. `base` is the group's resident memory when the script entered
+// autotune_trial.trials() (it says so with `entered` in its folder), else
+// (a worker that does not say) the resident memory when its first trial
+// ended. For a worker that keeps nothing between trials the figure is a
+// cold trial's. What a trial keeps and a later one reuses (a cache the
+// first trial builds: pinned host buffers) is charged to the trial that
+// built it only: put what every trial needs before the loop.
+// A worker whose resident memory between trials has grown by more than
+// 25% of what it held when its first trial ended (at least 64 MiB) is
+// replaced before the next trial (ExternalRun::worker_replaced, metric
+// worker_replaced): a leak does not pile up, neither into later trials'
+// figures nor into the machine's memory.
 // One thread at a time (one worker per parallel slot).
 class WarmWorker {
  public:
@@ -93,6 +120,8 @@ class WarmWorker {
  private:
   int m_pid = -1;
   int m_out = -1, m_err = -1;  // its output pipes' read ends
+  double m_base_rss = -1;        // resident memory when the script entered trials(); -1 unknown
+  double m_first_idle_rss = -1;  // resident memory when its first trial ended; -1 before
   std::filesystem::path m_dir;
   // The thread that forked the worker, kept until it ends (see run()).
   std::thread m_keeper;
@@ -109,6 +138,29 @@ class WarmWorker {
 // returns false when told to stop or orphaned.
 void warm_trial_over(const std::filesystem::path& dir, const std::string& trial);
 bool warm_next_trial(const std::filesystem::path& dir);
+
+// A file a trial controls (its result file), read with care: only a
+// regular file (not a symbolic link, a FIFO or a device: looked at with
+// lstat before it is opened, opened with O_NOFOLLOW | O_NONBLOCK), at most
+// `cap` bytes, never blocking. Absent: state absent. Anything else is
+// refused with `why` ("is a FIFO, not a regular file: not read"), and
+// nothing of it is read.
+struct JobFile {
+  enum State { absent, read, refused } state = absent;
+  std::string text;  // when read
+  std::string why;   // when refused
+};
+JobFile read_job_file(const std::filesystem::path& path, std::size_t cap);
+// What a trial's result file may hold at most.
+inline constexpr std::size_t kResultFileCap = 1 << 20;
+// "1 MiB", "64 KiB", "100 bytes".
+std::string format_cap(std::size_t bytes);
+
+// Python's json writes NaN, Infinity and -Infinity, which JSON lacks: those
+// tokens outside strings become the strings kNonFiniteMark + token, so that
+// the text parses and its reader can say which number was not finite.
+inline constexpr const char* kNonFiniteMark = "autotune:nonfinite:";
+std::string mark_nonfinite(std::string_view text);
 
 // The classification every external trial shares: could not start -> error,
 // timeout -> timeout, cancelled -> timeout, SIGKILL not sent by the runner ->

@@ -6,6 +6,8 @@
 //   subprocess_group.cpp      the group as /proc and the kernel log see it
 //   subprocess.cpp            run_external, the warm worker, the result file
 //   subprocess_reading.cpp    what a finished run says (reasons, OOM text)
+//   subprocess_files.cpp      the files a trial controls, read with care
+//   subprocess_watchdog.cpp   the process that kills the trials of a tuner that died
 #include <sys/types.h>
 #include <unistd.h>
 
@@ -43,6 +45,9 @@ struct Fd {
 // at different times; it is the bound the DESIGN asks for ("sum of VmHWM").
 double group_ram_bytes(pid_t pgid, std::set<long>* members);
 
+// The group's resident memory now (sum of VmRSS), not its peak.
+double group_rss_bytes(pid_t pgid);
+
 // The kernel's count of OOM kills since boot (/proc/vmstat, Linux 4.13+);
 // -1 when unknown.
 long long oom_kill_count();
@@ -66,6 +71,18 @@ KernelOomLog kernel_oom_log(const std::set<long>& pids, long long since_us);
 // Resets the peak-memory counter (VmHWM) of every process in the group, so
 // that the next trial's peak is its own (Linux: clear_refs 5).
 void reset_group_peaks(pid_t pgid);
+
+// subprocess_watchdog.cpp
+
+// The watchdog kills group `pgid` if the tuner dies before forget_group():
+// called as a trial's group starts (it starts the watchdog the first time),
+// and just before the group is reaped (its pid still held by the zombie).
+void watch_group(pid_t pgid);
+void forget_group(pid_t pgid);
+// In a child forked without exec: closes this process's end of the
+// watchdog's socket, so that the watchdog sees the tuner's death, not the
+// child's. Async-signal-safe.
+void forget_watchdog_in_child();
 
 // subprocess_spawn.cpp
 

@@ -56,6 +56,17 @@ double proc_peak_bytes(const char* pid) {
   return std::max(hwm, rss);
 }
 
+// VmRSS of one process in bytes; 0 when gone or a kernel thread.
+double proc_rss_bytes(const char* pid) {
+  char path[300];
+  std::snprintf(path, sizeof path, "/proc/%s/status", pid);
+  std::ifstream in(path);
+  std::string line;
+  while (std::getline(in, line))
+    if (line.rfind("VmRSS:", 0) == 0) return std::strtod(line.c_str() + 6, nullptr) * 1024.0;
+  return 0;
+}
+
 // Calls `f(pid)` (the /proc entry's name) for every live process of the group.
 void for_each_in_group(pid_t pgid, const std::function<void(const char* pid)>& f) {
   DIR* d = ::opendir("/proc");
@@ -75,6 +86,12 @@ double group_ram_bytes(pid_t pgid, std::set<long>* members) {
     sum += proc_peak_bytes(pid);
     if (members) members->insert(std::strtol(pid, nullptr, 10));
   });
+  return sum;
+}
+
+double group_rss_bytes(pid_t pgid) {
+  double sum = 0;
+  for_each_in_group(pgid, [&](const char* pid) { sum += proc_rss_bytes(pid); });
   return sum;
 }
 

@@ -35,6 +35,32 @@ bool make_pipe(Fd& r, Fd& w) {
   return true;
 }
 
+// The child waits at the gate until the tuner has told the watchdog of its
+// group: a tuner killed in between (SIGKILL just after fork) must not leave
+// what the trial starts unwatched. The child's own copy of the writing end
+// is closed first, so that the tuner's death reads as end-of-file.
+struct StartGate {
+  Fd r, w;
+  bool open() { return make_pipe(r, w); }
+  void child_waits() {  // async-signal-safe
+    ::close(w.fd);
+    char c = 0;
+    ssize_t n;
+    while ((n = ::read(r.fd, &c, 1)) < 0 && errno == EINTR) {
+    }
+    if (n != 1) ::_exit(126);
+    ::close(r.fd);
+  }
+  void parent_opens(pid_t pid) {
+    r.reset();
+    watch_group(pid);
+    const char c = 1;
+    while (::write(w.fd, &c, 1) < 0 && errno == EINTR) {
+    }
+    w.reset();
+  }
+};
+
 // In the child, before exec or body: async-signal-safe calls only.
 void child_setup(int out_fd, int err_fd, const std::vector<int>& cpus, pid_t parent) {
   ::setpgid(0, 0);
@@ -43,6 +69,8 @@ void child_setup(int out_fd, int err_fd, const std::vector<int>& cpus, pid_t par
   // shell that execs its last command (dash, bash -c) the script gets it too.
   ::prctl(PR_SET_PDEATHSIG, SIGKILL);
   if (::getppid() != parent) ::_exit(126);  // the tuner died before prctl
+  // What the shell or launcher starts escapes that; the watchdog covers it.
+  forget_watchdog_in_child();
   // Default dispositions and an empty mask: the tuner's handlers and the
   // forking thread's mask must not leak into the trial.
   sigset_t none;
@@ -121,6 +149,10 @@ pid_t spawn_external(const ExternalCommand& cmd, const std::map<std::string, std
     std::string_view kv(*e);
     auto eq = kv.find('=');
     if (eq == std::string_view::npos) continue;
+    // A trial's AUTOTUNE_* are its own: one exported in the user's shell
+    // (AUTOTUNE_NUM_WORKERS=8 from an earlier experiment) would reach every
+    // trial as a knob value that is not in the space.
+    if (kv.rfind("AUTOTUNE_", 0) == 0 && !cmd.pass_autotune_env) continue;
     env[std::string(kv.substr(0, eq))] = std::string(kv.substr(eq + 1));
   }
   for (const auto& [k, v] : extra_env) env[k] = v;
@@ -142,7 +174,8 @@ pid_t spawn_external(const ExternalCommand& cmd, const std::map<std::string, std
   const std::string cwd = cmd.cwd.string();
 
   Fd out_w, err_w;
-  if (!make_pipe(out_r, out_w) || !make_pipe(err_r, err_w)) {
+  StartGate gate;
+  if (!make_pipe(out_r, out_w) || !make_pipe(err_r, err_w) || !gate.open()) {
     error = fmt::format("pipe: {}", std::strerror(errno));
     return -1;
   }
@@ -154,6 +187,7 @@ pid_t spawn_external(const ExternalCommand& cmd, const std::map<std::string, std
   }
   if (pid == 0) {
     child_setup(out_w.fd, err_w.fd, opt.cpus, parent);
+    gate.child_waits();
     if (!cwd.empty() && ::chdir(cwd.c_str()) != 0) child_fail("chdir", cwd.c_str());
     // Descriptors the tuner (or another slot's thread) opened without
     // O_CLOEXEC must not reach the trial: a leaked pipe end would keep
@@ -162,6 +196,7 @@ pid_t spawn_external(const ExternalCommand& cmd, const std::map<std::string, std
     ::execve(program.c_str(), argv.data(), envp.data());
     child_fail("exec", program.c_str());
   }
+  gate.parent_opens(pid);
   return pid;
 }
 
@@ -173,7 +208,9 @@ ExternalRun run_forked(const std::function<int(int result_fd)>& body, const Chil
   const auto t0 = subproc::Clock::now();
   subproc::Fd out_r, out_w, err_r, err_w, res_r, res_w;
   ExternalRun failed;
-  if (!subproc::make_pipe(out_r, out_w) || !subproc::make_pipe(err_r, err_w) || !subproc::make_pipe(res_r, res_w)) {
+  subproc::StartGate gate;
+  if (!subproc::make_pipe(out_r, out_w) || !subproc::make_pipe(err_r, err_w) || !subproc::make_pipe(res_r, res_w) ||
+      !gate.open()) {
     failed.spawn_error = fmt::format("pipe: {}", std::strerror(errno));
     return failed;
   }
@@ -186,6 +223,7 @@ ExternalRun run_forked(const std::function<int(int result_fd)>& body, const Chil
   }
   if (pid == 0) {
     subproc::child_setup(out_w.fd, err_w.fd, opt.cpus, parent);
+    gate.child_waits();
     int code = 127;
     try {
       code = body(res_w.fd);
@@ -195,6 +233,7 @@ ExternalRun run_forked(const std::function<int(int result_fd)>& body, const Chil
     std::fflush(nullptr);
     ::_exit(code);
   }
+  gate.parent_opens(pid);
   out_w.reset();
   err_w.reset();
   res_w.reset();

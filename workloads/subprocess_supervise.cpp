@@ -3,6 +3,7 @@
 // group's memory sampled, and the child reaped with its group gone.
 #include "workloads/subprocess_detail.hpp"
 
+#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/resource.h>
@@ -14,9 +15,7 @@
 #include <array>
 #include <cerrno>
 #include <filesystem>
-#include <fstream>
 #include <set>
-#include <sstream>
 #include <string>
 #include <system_error>
 #include <utility>
@@ -45,11 +44,26 @@ class Tail {
   std::string m_buf;
 };
 
+// The trial's folder is the job's to write in too (its result file is
+// there): whatever it left at the log's name (a link to a file of the
+// user's, a FIFO that would block the write) is replaced, never followed.
 void write_log(const std::filesystem::path& dir, const char* name, const std::string& text) {
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
-  std::ofstream out(dir / name, std::ios::binary | std::ios::trunc);
-  out << text;
+  const std::filesystem::path path = dir / name;
+  ::unlink(path.c_str());
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+  if (fd < 0) return;
+  Fd out(fd);
+  const char* data = text.data();
+  std::size_t left = text.size();
+  while (left > 0) {
+    const ssize_t n = ::write(fd, data, left);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return;
+    data += n;
+    left -= static_cast<std::size_t>(n);
+  }
 }
 
 // The trial's pipes as the supervisor reads them: stdout and stderr into
@@ -96,6 +110,7 @@ void reap(pid_t pid, pid_t pgid, bool term_sent, bool kill_sent, const std::set<
   // No orphans: whatever of the group is still alive (a grandchild holding
   // the pipe, a worker that ignored SIGTERM) goes now; then reap the child.
   ::killpg(pgid, SIGKILL);
+  forget_group(pgid);
   int status = 0;
   rusage ru{};
   while (::wait4(pid, &status, 0, &ru) < 0 && errno == EINTR) {
@@ -172,12 +187,9 @@ ExternalRun supervise(pid_t pid, Fd& out_r, Fd& err_r, Fd* res_r, const ChildOpt
   // Written means a whole JSON object: a file caught mid-write (a script
   // that writes in place) or empty does not count yet.
   auto result_written = [&] {
-    std::error_code ec;
-    if (std::filesystem::file_size(opt.result_file, ec) == 0 || ec) return false;
-    std::ifstream in(opt.result_file, std::ios::binary);
-    std::stringstream text;
-    text << in.rdbuf();
-    return nlohmann::json::parse(text.str(), nullptr, /*allow_exceptions=*/false).is_object();
+    const JobFile f = read_job_file(opt.result_file, kResultFileCap);
+    if (f.state != JobFile::read || f.text.empty()) return false;
+    return nlohmann::json::parse(mark_nonfinite(f.text), nullptr, /*allow_exceptions=*/false).is_object();
   };
   // Every stop the runner decides (the grace after the result, the timeout,
   // Ctrl-C or the tool's own stop): a job that has written its result is
@@ -214,6 +226,7 @@ ExternalRun supervise(pid_t pid, Fd& out_r, Fd& err_r, Fd* res_r, const ChildOpt
         // is in the pipes already; read it, and leave the worker running.
         next_done_check = now + 0.005;
         if (opt.trial_done()) {
+          sample();  // the peak since the last sample: the worker's memory stays, no rusage comes
           kept = exited = true;
           drain_until = since(t0) + 0.02;
         }

@@ -46,6 +46,11 @@ struct ExternalCommand {
   // between trials and sent the next trial's AUTOTUNE_* environment
   // (autotune_trial.trials()); see WarmWorker (workloads/subprocess.hpp).
   bool warm = false;
+  // The program is autotune itself (the built-in harness's worker): the
+  // tuner's own AUTOTUNE_* settings (AUTOTUNE_CUDA_MODULE, ...) reach it.
+  // Otherwise every inherited AUTOTUNE_* is cleared: a trial sees only those
+  // in `env` (its knobs, AUTOTUNE_TRIAL, AUTOTUNE_RESULT, ...).
+  bool pass_autotune_env = false;
 };
 
 // What running an ExternalCommand (or a forked in-process trial) produced.
@@ -60,6 +65,7 @@ struct ExternalRun {
   std::string stdout_tail;     // the last bytes of standard output (bounded)
   std::string stderr_tail;     // the last bytes of standard error (bounded)
   std::optional<std::string> result;  // the result file's (or result pipe's) contents, when written
+  std::string result_refused;  // non-empty: the result file was not read, and why ("is a FIFO, ...")
   double peak_ram_bytes = 0;   // peak of the summed VmHWM/VmRSS over the process group; 0 unknown
   double wall_s = 0;
   bool via_shell = false;      // copied from ExternalCommand::via_shell
@@ -67,6 +73,7 @@ struct ExternalRun {
   std::string oom_killed;      // those of its own processes, "python3 (pid 1531)", when the kernel log says
   int oom_kills_elsewhere = 0; // of those, the kernel log names only processes outside its group: how many
   bool worker_kept = false;    // a warm worker finished the trial and waits for the next (exit_code 0)
+  bool worker_replaced = false;  // a warm worker grown too big was replaced before this trial (WarmWorker)
 };
 
 struct Limits {

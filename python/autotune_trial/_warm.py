@@ -14,6 +14,7 @@ from ._torch_env import _cuda_in_use, _torch
 
 
 _WARM_READY_WAIT_S = 5.0  # at most this long for the last trial's processes to exit (under exit_grace)
+_ENTERED_WAIT_S = 10.0  # at most this long for autotune to read the start-up's memory
 _entered_trials = False
 
 
@@ -50,6 +51,10 @@ def trials(**defaults):
     # sets ACCELERATE_MIXED_PRECISION from TrainingArguments, and accelerate
     # reads it back when the next trial's arguments ask for fp32) goes with it.
     started_with = {k: v for k, v in os.environ.items() if not _trial_variable(k)}
+    # A trial that changes folder (os.chdir into its data) leaves the next
+    # one where it started, as a cold trial would be.
+    started_in = os.getcwd()
+    _say_entered(warm_dir)
     while True:
         kept = set(_descendants(os.getpid()))  # children from before the trial (not its loader's)
         yield params(**defaults)
@@ -61,7 +66,31 @@ def trials(**defaults):
             return
         _restore_environment(started_with)
         os.environ.update({k: str(v) for k, v in message["env"].items()})
+        try:
+            os.chdir(started_in)
+        except OSError:  # the folder is gone: the trial says so itself
+            pass
         _reset_peaks()  # the first trial keeps the start-up's peak: it paid it, as a cold trial does
+
+
+def _say_entered(warm_dir):
+    """Tells autotune that the start-up is over (imports, a model): it reads
+    the process group's memory now, as the base that every later trial of
+    this worker is charged (the rest of what a trial adds is its own), and
+    removes the file. Waits for that (autotune looks every few milliseconds;
+    a long wait is a machine that starves it), and past the wait takes the
+    file back, so that the reading is not taken in the middle of a trial."""
+    path = os.path.join(warm_dir, "entered")
+    _write_atomically(path, "")
+    deadline = time.monotonic() + _ENTERED_WAIT_S
+    while os.path.exists(path):
+        if time.monotonic() > deadline:
+            try:
+                os.unlink(path)
+            except OSError:
+                pass
+            return
+        time.sleep(0.002)
 
 
 def _trial_variable(name):

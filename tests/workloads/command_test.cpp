@@ -339,6 +339,180 @@ TEST(CommandWorkload, TrialDiesWithAKilledTuner) {
   if (testing::process_alive(trial)) ::kill(static_cast<pid_t>(trial), SIGKILL);
 }
 
+// What the shell starts (a launcher's ranks, `cd x && python3 ...`) goes
+// with a tuner killed by SIGKILL too, not only the shell: the watchdog
+// kills the group. The tuner here is a fork of this test, which may have a
+// watchdog of its own already: the fork must start its own.
+TEST(CommandWorkload, AGrandchildDiesWithAKilledTuner) {
+  ScratchDir dir;
+  auto pidfile = dir.path() / "pid";
+  auto warmup = make_command("echo '{\"throughput\": 1}'");
+  ASSERT_EQ(warmup->measure(cfg(), ctx_with(10)).status, Status::ok);  // this process's watchdog, started
+  auto w = make_command("sleep 1000 & echo $! > " + pidfile.string() + "; wait");
+  const pid_t tuner = ::fork();
+  ASSERT_GE(tuner, 0);
+  if (tuner == 0) {
+    w->measure(cfg(), ctx_with(30));
+    ::_exit(0);
+  }
+  long trial = -1;
+  for (int i = 0; i < 3000 && trial <= 0; ++i, ::usleep(10000)) trial = testing::read_pid(pidfile);
+  ASSERT_GT(trial, 0);
+  ::kill(tuner, SIGKILL);
+  ::waitpid(tuner, nullptr, 0);
+  EXPECT_TRUE(testing::gone_within(trial, 2.0)) << "the shell's child outlived the tuner";
+  if (testing::process_alive(trial)) ::kill(static_cast<pid_t>(trial), SIGKILL);
+}
+
+// A knob value is one shell word wherever its placeholder stands: nothing
+// in it runs, redirects, globs or splits (a categorical value is data).
+TEST(CommandWorkload, APlaceholderIsOneShellWordWhateverItsValue) {
+  ScratchDir dir;
+  dir.write("argv.sh", "#!/bin/sh\nprintf '%s\\n' \"$#\" > \"$OUT\"; printf '%s' \"$1\" >> \"$OUT\"\n");
+  dir.write("glob-me", "");
+  const std::string evil = "; touch PWNED $(touch PWNED2) `touch PWNED3` > out * two words 'q' \"d\" \\ $HOME\nx";
+  Assignment config({{"batch_size", Value{std::int64_t{1}}},
+                     {"num_workers", Value{std::int64_t{0}}},
+                     {"precision", Value{evil}},
+                     {"pin_memory", Value{true}}});
+  const std::string argv_sh = (dir.path() / "argv.sh").string();
+  for (const std::string& where : {std::string("{precision}"), std::string("\"{precision}\""),
+                                   std::string("'{precision}'"), std::string("--p={precision}")}) {
+    const auto out = dir.path() / "argv.txt";
+    std::filesystem::remove(out);
+    auto w = make_command("sh " + argv_sh + " " + where + "; echo '{\"throughput\": 1}'",
+                          {{"cwd", dir.path().string()},
+                           {"env", std::map<std::string, std::string>{{"OUT", out.string()}}}});
+    Outcome o = w->measure(config, ctx_with(10));
+    ASSERT_EQ(o.status, Status::ok) << where << ": " << o.reason;
+    EXPECT_EQ(dir.read("argv.txt"), "1\n" + std::string(where.rfind("--p=", 0) == 0 ? "--p=" : "") + evil) << where;
+    for (const char* f : {"PWNED", "PWNED2", "PWNED3", "out"})
+      EXPECT_FALSE(std::filesystem::exists(dir.path() / f)) << where << ": " << f;
+  }
+  // Plain values are left as they are; the rest single-quoted.
+  EXPECT_EQ(shell_word("bf16"), "bf16");
+  EXPECT_EQ(shell_word("/data/x.y:1,2@3%4+5-6"), "/data/x.y:1,2@3%4+5-6");
+  EXPECT_EQ(shell_word(""), "''");
+  EXPECT_EQ(shell_word("a'b"), "'a'\"'\"'b'");
+  EXPECT_EQ(shell_word("~x"), "'~x'");
+  EXPECT_EQ(shell_word("a=b"), "'a=b'");
+}
+
+// `raw: true` pastes the value as shell text, as a value meant to be one.
+TEST(CommandWorkload, RawPlaceholdersAreShellText) {
+  ScratchDir dir;
+  dir.write("argv.sh", "#!/bin/sh\necho \"$#\" > argv.txt\n");
+  Assignment config({{"batch_size", Value{std::int64_t{1}}},
+                     {"num_workers", Value{std::int64_t{0}}},
+                     {"precision", Value{std::string("two words")}},
+                     {"pin_memory", Value{true}}});
+  auto w = make_command("sh argv.sh {precision}; echo '{\"throughput\": 1}'",
+                        {{"cwd", dir.path().string()}, {"raw", OptionValue{true}}});
+  ASSERT_EQ(w->measure(config, ctx_with(10)).status, Status::ok);
+  EXPECT_EQ(dir.read("argv.txt"), "2\n");
+}
+
+// AUTOTUNE_* variables exported in the user's shell do not reach a trial:
+// it sees its own knobs, not a num_workers=8 left from an earlier run.
+TEST(CommandWorkload, InheritedAutotuneVariablesDoNotReachATrial) {
+  ScratchDir dir;
+  ::setenv("AUTOTUNE_NUM_WORKERS", "8", 1);
+  ::setenv("AUTOTUNE_STOP_BELOW", "1e9", 1);
+  ::setenv("AUTOTUNE_BATCH_SIZE", "999", 1);
+  const WorkloadInfo info = command_workload_info();
+  const std::map<std::string, OptionValue> given = {
+      {"command", std::string("env > env.txt; echo '{\"throughput\": 1}'")},
+      {"cwd", dir.path().string()},
+      {"env", std::map<std::string, std::string>{{"AUTOTUNE_MINE", "asked"}}}};
+  auto w = info.make(Options::with_defaults(info.options, given), WorkloadEnv{{"batch_size"}, "/"});
+  Outcome o = w->measure(Assignment({{"batch_size", Value{std::int64_t{64}}}}), ctx_with(10));
+  ::unsetenv("AUTOTUNE_NUM_WORKERS");
+  ::unsetenv("AUTOTUNE_STOP_BELOW");
+  ::unsetenv("AUTOTUNE_BATCH_SIZE");
+  ASSERT_EQ(o.status, Status::ok) << o.reason;
+  const std::string env = "\n" + dir.read("env.txt");
+  EXPECT_EQ(env.find("AUTOTUNE_NUM_WORKERS"), std::string::npos) << env;
+  EXPECT_EQ(env.find("AUTOTUNE_STOP_BELOW"), std::string::npos) << env;
+  EXPECT_NE(env.find("\nAUTOTUNE_BATCH_SIZE=64\n"), std::string::npos) << env;
+  EXPECT_NE(env.find("\nAUTOTUNE_TRIAL=1\n"), std::string::npos) << env;
+  EXPECT_NE(env.find("\nAUTOTUNE_MINE=asked\n"), std::string::npos) << "the workload's own env: is asked for" << env;
+}
+
+// $AUTOTUNE_RESULT is read only as a regular file, and only so much of it:
+// a link to another file copies nothing of it, a huge file is refused.
+TEST(CommandWorkload, AResultFileThatIsNotARegularFileIsRefusedUnread) {
+  auto link = make_command("ln -sf /etc/passwd \"$AUTOTUNE_RESULT\"; echo '{\"throughput\": 1}'");
+  Outcome o = link->measure(cfg(), ctx_with(10));
+  EXPECT_EQ(o.status, Status::error) << o.reason;
+  EXPECT_NE(o.reason.find("symbolic link"), std::string::npos) << o.reason;
+  EXPECT_EQ(o.reason.find("root:"), std::string::npos) << o.reason;
+  EXPECT_EQ(o.throughput, 0);
+
+  auto big = make_command("head -c 2000000 /dev/zero | tr '\\0' ' ' > \"$AUTOTUNE_RESULT\"; "
+                          "printf '{\"throughput\": 1}' >> \"$AUTOTUNE_RESULT\"");
+  o = big->measure(cfg(), ctx_with(10));
+  EXPECT_EQ(o.status, Status::error) << o.reason;
+  EXPECT_NE(o.reason.find("over 1 MiB"), std::string::npos) << o.reason;
+
+  auto dir = make_command("mkdir \"$AUTOTUNE_RESULT\"; echo '{\"throughput\": 1}'");
+  o = dir->measure(cfg(), ctx_with(10));
+  EXPECT_EQ(o.status, Status::error) << o.reason;
+  EXPECT_NE(o.reason.find("a folder"), std::string::npos) << o.reason;
+}
+
+// The trial's log folder holds its result file, so the job can write
+// there: a link or a FIFO it leaves at a log's name is replaced, never
+// written through or waited on.
+TEST(CommandWorkload, TheLogsAreWrittenOverWhatTheJobLeftAtTheirNames) {
+  ScratchDir dir;
+  dir.write("victim.txt", "keep me\n", false);
+  auto w = make_command("d=$(dirname \"$AUTOTUNE_RESULT\"); ln -sf " + (dir.path() / "victim.txt").string() +
+                        " \"$d/stdout.txt\"; mkfifo \"$d/stderr.txt\"; echo '{\"throughput\": 1}'");
+  TrialContext c = ctx_with(10);
+  c.log_dir = dir.path() / "trial-1";
+  const auto t0 = std::chrono::steady_clock::now();
+  Outcome o = w->measure(cfg(), c);
+  EXPECT_LT(secs_since(t0), 8.0);
+  ASSERT_EQ(o.status, Status::ok) << o.reason;
+  EXPECT_EQ(dir.read("victim.txt"), "keep me\n");
+  EXPECT_TRUE(std::filesystem::is_regular_file(std::filesystem::symlink_status(c.log_dir / "stdout.txt")));
+  EXPECT_TRUE(std::filesystem::is_regular_file(std::filesystem::symlink_status(c.log_dir / "stderr.txt")));
+  EXPECT_EQ(dir.read("trial-1/stdout.txt"), "{\"throughput\": 1}\n");
+}
+
+// What Python's json writes for a diverged loss (NaN, Infinity) is named as
+// such, as are results too large to be measurements.
+TEST(CommandWorkload, NonFiniteAndAbsurdFiguresAreErrorsThatSaySo) {
+  struct Case {
+    std::string line, says;
+  };
+  for (const Case& c : {Case{R"({"throughput": NaN})", "throughput is NaN"},
+                        Case{R"({"throughput": 5, "loss": Infinity})", "loss is Infinity"},
+                        Case{R"({"throughput": 5, "metrics": {"x": -Infinity} })", "metrics.x is -Infinity"},
+                        Case{R"({"throughput": 1e308})", "beyond any real job"},
+                        Case{R"({"throughput": 5, "ram_bytes": -3})", "not a memory size"}}) {
+    auto printed = make_command("echo '" + c.line + "'");
+    Outcome o = printed->measure(cfg(), ctx_with(10));
+    EXPECT_EQ(o.status, Status::error) << c.line;
+    EXPECT_NE(o.reason.find(c.says), std::string::npos) << c.line << ": " << o.reason;
+    auto written = make_command("printf '%s' '" + c.line + "' > \"$AUTOTUNE_RESULT\"");
+    o = written->measure(cfg(), ctx_with(10));
+    EXPECT_EQ(o.status, Status::error) << c.line;
+    EXPECT_NE(o.reason.find(c.says), std::string::npos) << c.line << ": " << o.reason;
+  }
+  // A string that says NaN is a string.
+  auto text = make_command(R"(echo '{"throughput": 5, "note": "NaN Infinity"}')");
+  EXPECT_EQ(text->measure(cfg(), ctx_with(10)).status, Status::ok);
+
+  std::string many = "{\"throughput\": 5";
+  for (int i = 0; i < 300; ++i) many += ", \"m" + std::to_string(i) + "\": " + std::to_string(i);
+  many += "}";
+  auto lots = make_command("echo '" + many + "'");
+  Outcome o = lots->measure(cfg(), ctx_with(10));
+  EXPECT_EQ(o.status, Status::error);
+  EXPECT_NE(o.reason.find("301 metrics, at most 256"), std::string::npos) << o.reason;
+}
+
 TEST(OomMessages, DeviceAndHostPatterns) {
   EXPECT_EQ(find_oom_message("RuntimeError: CUDA out of memory. Tried to allocate 20.00 MiB"), Status::oom);
   EXPECT_EQ(find_oom_message("RuntimeError: CUDA error: out of memory\nCUDA kernel errors"), Status::oom);

@@ -100,6 +100,7 @@ ExternalCommand builtin_worker_command(const BuiltinWorker& worker, const Assign
   ExternalCommand cmd;
   cmd.argv = {worker.program.string(), kWorkerArgument};
   cmd.warm = true;
+  cmd.pass_autotune_env = true;  // AUTOTUNE_CUDA_MODULE says where the harness is
   cmd.env[kWorkloadVar] = worker.workload.dump();
   cmd.env[kValuesVar] = to_json(config).dump();
   cmd.env[kContextVar] = nlohmann::json{{"trial", ctx.trial},

@@ -101,8 +101,9 @@ class ProcessRunner final : public TrialRunner {
       if (!w) w = std::make_unique<WarmWorker>();
       worker = w.get();
     }
-    const bool fresh = !worker->alive();
+    const bool alive = worker->alive();
     const ExternalRun run = worker->run(cmd, ctx.env, opt);
+    const bool fresh = !alive || run.worker_replaced;
     Outcome o = with_run_facts(interpret(run), run);
     if (fresh && run.spawn_error.empty()) o.metrics[metric::worker_started] = 1;
     // Exited by itself after a good trial: the script never entered trials().
