@@ -1,5 +1,7 @@
 #include "workloads/command.hpp"
 
+#include "core/knobs.hpp"
+
 #include <unistd.h>
 
 #include <algorithm>
@@ -257,11 +259,7 @@ void use_temp_result_file(ExternalCommand& cmd, const TrialContext& ctx, std::st
   cmd.env["AUTOTUNE_RESULT"] = cmd.result_file.string();
 }
 
-std::string autotune_env_name(const std::string& parameter) {
-  std::string out = "AUTOTUNE_";
-  for (unsigned char c : parameter) out += std::isalnum(c) ? static_cast<char>(std::toupper(c)) : '_';
-  return out;
-}
+std::string autotune_env_name(const std::string& parameter) { return knob_env_name(parameter); }
 
 CommandWorkload::CommandWorkload(const Options& options, const WorkloadEnv& env)
     : m_template(CommandTemplate::parse(options.get_string("command"), env.parameter_names)),

@@ -69,7 +69,9 @@ def params(**defaults):
     for name, default in defaults.items():
         text = os.environ.get(_env_name(name))
         out[name] = default if text is None else _parse_like(text, default, name)
-    skip = {"AUTOTUNE_TRIAL", "AUTOTUNE_RESULT", "AUTOTUNE_STOP_BELOW", "AUTOTUNE_CUDA_MODULE"}  # the tool's own
+    # the tool's own (core/knobs.cpp tool_env_names)
+    skip = {"AUTOTUNE_TRIAL", "AUTOTUNE_TRIAL_START", "AUTOTUNE_RESULT", "AUTOTUNE_STOP_BELOW", "AUTOTUNE_WARM_DIR",
+            "AUTOTUNE_WORKER_WORKLOAD", "AUTOTUNE_WORKER_VALUES", "AUTOTUNE_WORKER_CONTEXT", "AUTOTUNE_CUDA_MODULE"}
     known = {_env_name(n) for n in defaults}
     for key, text in os.environ.items():
         if key.startswith("AUTOTUNE_") and key not in skip and key not in known:

@@ -21,7 +21,7 @@ constexpr const char* kFooter =
     "  2    bad input (config file or command line), or a journal that holds an earlier\n"
     "       run's measurements: nothing was run or written\n"
     "  3    the tool itself failed (a full disk, a bug): what was measured is kept\n"
-    "  130  interrupted (Ctrl-C): what was measured is kept; it prints the command that resumes\n"
+    "  130  interrupted (Ctrl-C, SIGTERM, SIGHUP): what was measured is kept; it prints the command that resumes\n"
     "\n"
     "What a command trial gets in its environment:\n"
     "  AUTOTUNE_<NAME>       each parameter's value (AUTOTUNE_BATCH_SIZE, AUTOTUNE_NUM_WORKERS, ...)\n"
