@@ -499,6 +499,9 @@ class Meter:
             least = most = None
         else:
             least, most, pace, warm, window = need
+            # It ended before the rule did: it needs more than it had, whatever the pace says.
+            least = max(least, batches + 1)
+            most = max(most, least)
             reason = (f"{what} after {steps(batches)}, before the measurement was complete: it needs at least "
                       f"{steps(least, True)} at this pace ({1000 * pace * per_step:.0f} ms a step; a warm-up of "
                       f"{steps(warm, True)}, then {int(self.rule['fewest_windows'])} timed windows of "

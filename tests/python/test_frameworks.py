@@ -67,7 +67,7 @@ def tune(folder, job, space, warm, env=None, timeout=240):
     if os.path.exists(path):
         with open(path) as f:
             for t in map(json.loads, f):
-                if t.get("type") == "finish":
+                if t.get("type") == "finish" and not t.get("control"):
                     finished[tuple(sorted(t["config"].items()))] = t
     return p, finished
 

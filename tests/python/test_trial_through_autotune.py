@@ -80,7 +80,7 @@ class ThroughAutotune(unittest.TestCase):
                 command=ranks + " wait $r0; a=$?; wait $r1; b=$?; echo ranks exited $a $b >&2; exit $((a | b))")
             self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
             with open(os.path.join(d, "tuned.journal.jsonl")) as f:
-                finished = [json.loads(line) for line in f if '"finish"' in line]
+                finished = [json.loads(line) for line in f if '"finish"' in line and '"control":true' not in line]
             # Batch 32: rank 1 runs out of memory at step 20. The trial is an
             # `oom`, and that rank exits non-zero (a launcher then stops the rest).
             self.assertEqual([t["status"] for t in finished], ["ok", "oom"], finished)
@@ -141,17 +141,19 @@ class ThroughAutotune(unittest.TestCase):
                      "search: {strategy: grid, budget: 20}\n", workload_extra=", warm: true")
             self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
             with open(os.path.join(d, "tuned.journal.jsonl")) as f:
-                finished = [json.loads(line) for line in f if '"finish"' in line]
+                finished = [json.loads(line) for line in f if '"finish"' in line and '"control":true' not in line]
             self.assertEqual(len(finished), 20)
             self.assertEqual({t["status"] for t in finished}, {"ok"}, finished)
+            with open(os.path.join(d, "tuned.journal.jsonl")) as f:
+                controls = sum('"finish"' in line and '"control":true' in line for line in f)
             with open(os.path.join(d, "pids.txt")) as f:
                 rows = [line.split() for line in f]
-            self.assertEqual(len(rows), 20)
+            self.assertEqual(len(rows), 20 + controls)  # drift control's re-measurements run in the worker too
             self.assertEqual(len({pid for _, pid, _ in rows}), 1, rows)
             self.assertEqual({n for _, _, n in rows}, {"0"}, "a trial began with an earlier trial's workers alive")
             left = subprocess.run(["pgrep", "-f", os.path.join(d, "job.py")], capture_output=True, text=True)
             self.assertEqual(left.stdout.strip(), "", "processes left behind")
-            self.assertIn("1 warm worker for 20 trials", p.stdout)
+            self.assertIn(f"1 warm worker for {20 + controls} trials", p.stdout)
 
     def test_each_warm_trial_starts_from_the_environment_the_process_started_with(self):
         # transformers writes ACCELERATE_MIXED_PRECISION=bf16 into the
@@ -181,7 +183,7 @@ class ThroughAutotune(unittest.TestCase):
                 """, "space:\n  batch_size: [8, 16, 32]\nsearch: {strategy: grid}\n", workload_extra=", warm: true")
             self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
             with open(os.path.join(d, "tuned.journal.jsonl")) as f:
-                finished = [json.loads(line) for line in f if '"finish"' in line]
+                finished = [json.loads(line) for line in f if '"finish"' in line and '"control":true' not in line]
             self.assertEqual([t["status"] for t in finished], ["ok"] * 3, finished)
             with open(os.path.join(d, "seen.jsonl")) as f:
                 rows = [json.loads(line) for line in f]
@@ -198,7 +200,7 @@ class ThroughAutotune(unittest.TestCase):
                         "space:\n  batch_size: [4, 8]\nsearch: {strategy: grid}\n", timeout=120)
             self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
             with open(os.path.join(d, "tuned.journal.jsonl")) as f:
-                finished = [json.loads(line) for line in f if '"finish"' in line]
+                finished = [json.loads(line) for line in f if '"finish"' in line and '"control":true' not in line]
             self.assertEqual([t["status"] for t in finished], ["ok", "ok"], finished)
             for t in finished:
                 self.assertIn("data_wait_fraction", t["metrics"])
@@ -217,7 +219,7 @@ class ThroughAutotune(unittest.TestCase):
                         command=f"sleep 0.3 && {sys.executable} job.py")
             self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
             with open(os.path.join(d, "tuned.journal.jsonl")) as f:
-                finished = [json.loads(line) for line in f if '"finish"' in line]
+                finished = [json.loads(line) for line in f if '"finish"' in line and '"control":true' not in line]
             self.assertEqual([t["status"] for t in finished], ["ok", "ok"], finished)
             for t in finished:
                 m = t["metrics"]
@@ -240,7 +242,7 @@ class ThroughAutotune(unittest.TestCase):
                         "space:\n  batch_size: [4, 8]\nsearch: {strategy: grid}\n", workload_extra=", exit_grace: 1s")
             self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
             with open(os.path.join(d, "tuned.journal.jsonl")) as f:
-                finished = [json.loads(line) for line in f if '"finish"' in line]
+                finished = [json.loads(line) for line in f if '"finish"' in line and '"control":true' not in line]
             self.assertEqual([t["status"] for t in finished], ["ok", "ok"], finished)
             for t in finished:
                 self.assertEqual(t["metrics"].get("stopped_after_result"), 1, t)
@@ -273,7 +275,7 @@ class ThroughAutotune(unittest.TestCase):
             self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
             with open(os.path.join(d, "tuned.journal.jsonl")) as f:
                 finished = {(t["config"]["mode"], t["config"]["delay_ms"]): t
-                            for t in map(json.loads, f) if t["type"] == "finish"}
+                            for t in map(json.loads, f) if t["type"] == "finish" and not t.get("control")}
             self.assertEqual(len(finished), 4, finished)
             for t in finished.values():
                 self.assertEqual(t["status"], "ok", t)

@@ -192,7 +192,8 @@ void print_summary(const Spec& spec, const Study& r) {
   for (Status s : kAllStatuses)
     if (counts[s]) tally += fmt::format("{}{} {}", tally.empty() ? "" : ", ", counts[s], to_string(s));
   const std::size_t again = r.baseline_again.size() + r.answer_again.size();
-  std::cout << fmt::format("trials: {} ({}){}{}{} in {:.1f}s, {}\n", r.trials.size(), tally,
+  std::cout << fmt::format("trials: {} ({}){}{}{}{} in {:.1f}s, {}\n", r.trials.size(), tally,
+                           r.controls.empty() ? "" : fmt::format(" + {} of the control (drift)", r.controls.size()),
                            r.confirmations.empty() ? "" : fmt::format(" + {} confirmations", r.confirmations.size()),
                            r.explanations.empty() ? "" : fmt::format(" + {} to explain the answer", r.explanations.size()),
                            again == 0 ? "" : fmt::format(" + {} side by side", again), r.elapsed_s, how_it_stopped(r.stopped_by));

@@ -43,7 +43,8 @@ std::string format_duration(double s) {
 TuningTime tuning_time(const Study& s) {
   TuningTime t;
   // Every measurement the run made, after the search too: each costs the user's time.
-  for (const auto* runs : {&s.trials, &s.confirmations, &s.explanations, &s.baseline_again, &s.answer_again})
+  for (const auto* runs : {&s.trials, &s.confirmations, &s.explanations, &s.baseline_again, &s.answer_again,
+                           &s.controls})
     for (const auto& r : *runs) add(t, r.outcome);
   return t;
 }

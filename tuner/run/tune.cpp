@@ -164,6 +164,7 @@ class TuningRun final : public TrialSource, public TrialObserver {
     if (f.proposal.phase == Phase::control) {
       m_control_in_flight = false;
       m_since_control = 0;
+      m_last_changed = false;
       m_control_load = f.outcome.metric(metric::foreign_cores).value_or(m_control_load);
       release_held();
       return;
@@ -176,10 +177,14 @@ class TuningRun final : public TrialSource, public TrialObserver {
           if (t.config == *m_control) m_control_load = t.outcome.metric(metric::foreign_cores).value_or(0);
     }
     ++m_since_control;
-    if (m_control && !m_control_due && !m_control_in_flight) {
-      const double load = f.outcome.metric(metric::foreign_cores).value_or(m_control_load);
-      m_control_due = m_since_control >= kControlEvery || std::abs(load - m_control_load) >= kBusyCores;
-    }
+    // A change of load counts once it held over the last two trials (one
+    // trial's reading may be a burst), and at most every third trial.
+    const double load = f.outcome.metric(metric::foreign_cores).value_or(m_control_load);
+    const bool changed = std::abs(load - m_control_load) >= kBusyCores;
+    const bool held = changed && m_last_changed;
+    m_last_changed = changed;
+    if (m_control && !m_control_due && !m_control_in_flight)
+      m_control_due = m_since_control >= kControlEvery || (held && m_since_control >= kControlAfterChange);
     m_held.push_back(f.trial);
     if (!m_control_due && !m_control_in_flight) release_held();
   }
@@ -438,6 +443,8 @@ class TuningRun final : public TrialSource, public TrialObserver {
   // measurement of it is due or running, the search trials since the last
   // one, the load it was measured under, the trials told once it is back.
   static constexpr int kControlEvery = 10;
+  static constexpr int kControlAfterChange = 3;
+  bool m_last_changed = false;  // the last search trial's load differed from the control's
   std::optional<Config> m_control;
   bool m_control_due = false, m_control_in_flight = false;
   int m_since_control = 0;

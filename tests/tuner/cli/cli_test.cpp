@@ -69,7 +69,8 @@ class Cli : public ::testing::Test {
     std::ifstream in(journal);
     std::size_t n = 0;
     for (std::string l; std::getline(in, l);)  // search trials and confirmations (not explanations)
-      n += l.find("\"type\":\"finish\"") != std::string::npos && l.find("\"explain\":true") == std::string::npos;
+      n += l.find("\"type\":\"finish\"") != std::string::npos && l.find("\"explain\":true") == std::string::npos &&
+           l.find("\"control\":true") == std::string::npos;
     return n;
   }
   // Polls until `done` holds (an event: a file, a journal line), for at most a minute.
