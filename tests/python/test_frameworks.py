@@ -167,7 +167,8 @@ class HuggingFace(unittest.TestCase):
                     elif not m.get("raced"):
                         self.assertEqual(m.get("stopped_by_cap"), 1, m)
                     if workers == 0:  # the Trainer's loader makes each batch in the step: no backlog to outlast
-                        self.assertEqual(t["metrics"]["warmup_drained"], 1, t["metrics"])
+                        # (on a busy machine the three inline steps it needs may take the whole warm-up time)
+                        self.assertTrue(m["warmup_drained"] == 1 or m["warmup_steps"] <= 3, m)
                 fp16 = trial(finished, num_workers=workers, precision="fp16")
                 self.assertEqual(fp16["status"], "error", fp16)
                 self.assertIn("FP16", fp16["reason"])

@@ -56,7 +56,9 @@ TEST_F(BuiltinWorker, CpuTrialsShareOneWorkerThatStartsOnce) {
   EXPECT_EQ(f[0]["metrics"]["worker_started"], 1) << f[0];
   for (std::size_t i = 1; i < f.size(); ++i) EXPECT_FALSE(f[i]["metrics"].contains("worker_started")) << f[i];
   EXPECT_EQ(workers_started(), 1);
-  EXPECT_NE(r.out.find("1 warm worker for 4 trials"), std::string::npos) << r.out;
+  // and drift control's re-measurements, which come and go with the machine's load
+  const auto all = autotune::testing::finish_records(m_dir / "tuned.journal.jsonl", /*with_controls=*/true).size();
+  EXPECT_NE(r.out.find("1 warm worker for " + std::to_string(all) + " trials"), std::string::npos) << r.out;
 }
 
 TEST_F(BuiltinWorker, WarmFalseForksAFreshProcessPerTrial) {

@@ -88,7 +88,9 @@ TEST_F(SlurmExecutor, TrialsRunAsStepsHangsAreCancelledCrashesClassified) {
   const auto [rc, out] = sh(slurm("salloc --quiet -n 2 " + std::string(AUTOTUNE_BINARY) + " --config " +
                                   (m_dir / "space.yaml").string()));
   ASSERT_EQ(rc, 0) << out;
-  const auto journal = autotune::read_journal(m_dir / "tuned.journal.jsonl");
+  auto journal = autotune::read_journal(m_dir / "tuned.journal.jsonl");
+  // Drift control's re-measurements of the control come and go with the machine's load.
+  std::erase_if(journal.trials, [](const autotune::JournalTrial& t) { return t.phase == autotune::Phase::control; });
   ASSERT_EQ(journal.trials.size(), 6u) << out;
   const std::string host = sh("hostname -s").second.substr(0, sh("hostname -s").second.find('\n'));
   std::set<std::string> steps;

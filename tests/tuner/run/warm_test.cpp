@@ -119,7 +119,9 @@ TEST_F(Warm, TrialsShareOneProcessThatPaysItsStartUpOnce) {
     EXPECT_FALSE(f[i]["metrics"].contains("worker_started")) << f[i];
   }
   EXPECT_EQ(YAML::LoadFile((m_dir / "tuned.yaml").string())["search"]["time"]["workers_started"].as<int>(), 1);
-  EXPECT_NE(r.out.find("1 warm worker for 4 trials"), std::string::npos) << r.out;
+  // and drift control's re-measurements, which come and go with the machine's load
+  const auto all = autotune::testing::finish_records(m_dir / "tuned.journal.jsonl", /*with_controls=*/true).size();
+  EXPECT_NE(r.out.find("1 warm worker for " + std::to_string(all) + " trials"), std::string::npos) << r.out;
   // Each trial's output is in its own log.
   EXPECT_TRUE(fs::exists(m_dir / "tuned.journal.trials" / "trial-3" / "stdout.txt"));
 }
