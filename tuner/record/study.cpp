@@ -108,6 +108,16 @@ std::optional<double> median_ok(const std::vector<TrialRecord>& runs) {
 }
 }  // namespace
 
+std::optional<std::vector<double>> paired_log_ratios(const Study& s) {
+  std::vector<double> logs;
+  for (std::size_t i = 0; i < std::min(s.baseline_again.size(), s.answer_again.size()); ++i) {
+    const Outcome &b = s.baseline_again[i].outcome, &a = s.answer_again[i].outcome;
+    if (!a.ok() || !b.ok() || a.throughput <= 0 || b.throughput <= 0) return std::nullopt;
+    logs.push_back(std::log(a.throughput / b.throughput));
+  }
+  return logs;
+}
+
 std::optional<double> paired_half_width(const std::vector<double>& logs) {
   const std::size_t n = logs.size();
   if (n < 2) return std::nullopt;
@@ -131,17 +141,13 @@ std::optional<Study::Speedup> Study::speedup() const {
   const auto a = median_ok(answer_again), b = median_ok(baseline_again);
   if (a && b && *b > 0) {
     const std::size_t n = std::min(answer_again.size(), baseline_again.size());
-    std::vector<double> logs;
-    for (std::size_t i = 0; i < n; ++i)
-      if (baseline_again[i].outcome.throughput > 0 && answer_again[i].outcome.throughput > 0)
-        logs.push_back(std::log(answer_again[i].outcome.throughput / baseline_again[i].outcome.throughput));
     Speedup x{*a / *b, *a, *b, static_cast<int>(n), true};
-    if (!logs.empty() && logs.size() == n) {
+    if (const auto logs = paired_log_ratios(*this); logs && !logs->empty()) {
       double mean = 0;
-      for (double l : logs) mean += l;
-      mean /= static_cast<double>(logs.size());
+      for (double l : *logs) mean += l;
+      mean /= static_cast<double>(logs->size());
       x.ratio = std::exp(mean);
-      if (const auto h = paired_half_width(logs)) {
+      if (const auto h = paired_half_width(*logs)) {
         x.low = std::exp(mean - *h);
         x.high = std::exp(mean + *h);
       }

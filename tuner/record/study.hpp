@@ -112,6 +112,10 @@ struct Study {
   std::optional<Config> kept_baseline_over;
 };
 
+// ln(answer / baseline) of each side-by-side pair (baseline_again[i],
+// answer_again[i]); nullopt when a measurement of a pair is not ok.
+std::optional<std::vector<double>> paired_log_ratios(const Study& s);
+
 // The 90% interval half-width, in log ratio, of paired log ratios `logs`
 // (Student's t, n - 1 degrees of freedom); nullopt under two pairs.
 std::optional<double> paired_half_width(const std::vector<double>& logs);

@@ -384,13 +384,9 @@ class TuningRun final : public TrialSource, public TrialObserver {
       const std::size_t n = pairs_done();
       if (static_cast<int>(n) >= max_pairs) return true;
       if (static_cast<int>(n) < std::min(kMinPairs, max_pairs)) return false;
-      std::vector<double> logs;
-      for (std::size_t i = 0; i < n; ++i) {
-        const Outcome &b = m_study.baseline_again[i].outcome, &a = m_study.answer_again[i].outcome;
-        if (!a.ok() || !b.ok() || a.throughput <= 0 || b.throughput <= 0) return true;  // a failure ends it
-        logs.push_back(std::log(a.throughput / b.throughput));
-      }
-      const auto h = paired_half_width(logs);
+      const auto logs = paired_log_ratios(m_study);
+      if (!logs) return true;  // a failure ends it
+      const auto h = paired_half_width(*logs);
       return h && *h <= target;
     };
     while (!settled()) {

@@ -65,14 +65,38 @@ class MachineLoad : public ::testing::Test {
   void SetUp() override { m_dir = autotune::testing::fresh_test_dir("machine_load"); }
   void TearDown() override { fs::remove_all(m_dir); }
 
-  // One trial of a job that sleeps `seconds` (using no CPU itself); its foreign_cores.
-  std::optional<double> one_sleeping_trial(double seconds, const std::string& search_extra = "") {
-    std::ofstream(m_dir / "job.sh") << "sleep " << seconds << "\necho '{\"throughput\": 10}'\n";
+  // space.yaml for the command `sh job.sh` (`job`, written beside it) over
+  // the knob x with `values`, and the `search:` map's contents.
+  void write_spec(const std::string& job, const std::string& values, const std::string& search) {
+    std::ofstream(m_dir / "job.sh") << job;
     std::ofstream(m_dir / "space.yaml") << "workload: {kind: command, timeout: 120s, command: \"sh "
                                         << (m_dir / "job.sh").string() << "\"}\n"
-                                        << "space:\n  x: {values: [1]}\n"
-                                        << "search: {strategy: grid, budget: 1" << search_extra << "}\n"
+                                        << "space:\n  x: {values: [" << values << "]}\n"
+                                        << "search: {" << search << "}\n"
                                         << "output: {tuned: " << (m_dir / "tuned.yaml").string() << "}\n";
+  }
+  // autotune on space.yaml in the background, its output in run.log; its pid.
+  pid_t spawn() {
+    const pid_t pid = ::fork();
+    if (pid == 0) {
+      const std::string cmd = "exec " + std::string(AUTOTUNE_BINARY) + " " + (m_dir / "space.yaml").string() + " >" +
+                              log().string() + " 2>&1";
+      ::execl("/bin/sh", "sh", "-c", cmd.c_str(), nullptr);
+      ::_exit(127);
+    }
+    return pid;
+  }
+  fs::path log() const { return m_dir / "run.log"; }
+  // Polls until `done` holds, for at most two minutes.
+  static bool wait_for(const std::function<bool()>& done) {
+    const auto limit = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+    while (!done() && std::chrono::steady_clock::now() < limit) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    return done();
+  }
+
+  // One trial of a job that sleeps `seconds` (using no CPU itself); its foreign_cores.
+  std::optional<double> one_sleeping_trial(double seconds) {
+    write_spec("sleep " + std::to_string(seconds) + "\necho '{\"throughput\": 10}'\n", "1", "strategy: grid, budget: 1");
     const auto r = autotune::testing::run_shell(std::string(AUTOTUNE_BINARY) + " " + (m_dir / "space.yaml").string() +
                                                 " --fresh 2>&1");
     EXPECT_EQ(r.status, 0) << r.out;
@@ -127,26 +151,10 @@ TEST_F(MachineLoad, BusyWaitHoldsTheTrialWhileALoopRunsAndStartsItAfterTheLoopEn
   if (autotune::usable_cores() < 2) GTEST_SKIP() << "needs two cores";
   if (const auto ambient = autotune::sample_foreign_cores(1.0); !ambient || *ambient >= 0.3)
     GTEST_SKIP() << "the machine is busy without our loop: the trial would wait for it too";
-  std::ofstream(m_dir / "job.sh") << "echo '{\"throughput\": 10}'\n";
-  std::ofstream(m_dir / "space.yaml") << "workload: {kind: command, timeout: 120s, command: \"sh "
-                                      << (m_dir / "job.sh").string() << "\"}\n"
-                                      << "space:\n  x: {values: [1]}\n"
-                                      << "search: {strategy: grid, budget: 1, busy: wait}\n"
-                                      << "output: {tuned: " << (m_dir / "tuned.yaml").string() << "}\n";
+  write_spec("echo '{\"throughput\": 10}'\n", "1", "strategy: grid, budget: 1, busy: wait");
   auto loop = std::make_unique<BusyLoop>();
-  const fs::path log = m_dir / "run.log";
-  const pid_t pid = ::fork();
-  if (pid == 0) {
-    const std::string cmd = "exec " + std::string(AUTOTUNE_BINARY) + " " + (m_dir / "space.yaml").string() + " >" +
-                            log.string() + " 2>&1";
-    ::execl("/bin/sh", "sh", "-c", cmd.c_str(), nullptr);
-    ::_exit(127);
-  }
-  auto wait_for = [](const std::function<bool()>& done) {
-    const auto limit = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-    while (!done() && std::chrono::steady_clock::now() < limit) std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    return done();
-  };
+  const fs::path log = this->log();
+  const pid_t pid = spawn();
   ASSERT_TRUE(wait_for([&] { return read(log).find("waiting up to") != std::string::npos; })) << read(log);
   // Held: the journal has its header and no trial.
   EXPECT_EQ(read(m_dir / "tuned.journal.jsonl").find("\"type\":\"start\""), std::string::npos);
@@ -169,29 +177,14 @@ TEST_F(MachineLoad, ALoadThatStartsMidSessionIsReadAgainstTheControlMeasuredUnde
   if (const auto ambient = autotune::sample_foreign_cores(1.0); !ambient || *ambient >= 0.3)
     GTEST_SKIP() << "the machine is busy without our loop: the change would not be ours";
   // x = 4 waits for `go`, which the test gives once the load has begun.
-  std::ofstream(m_dir / "job.sh") << "cd " << m_dir.string() << "\n"
-                                  << "if [ \"$AUTOTUNE_X\" = 4 ]; then while [ ! -e go ]; do sleep 0.05; done; sleep 1; fi\n"
-                                  << "t=$((100 + 10 * AUTOTUNE_X)); [ -e slow ] && t=$((t / 2))\n"
-                                  << "sleep 0.3; echo \"{\\\"throughput\\\": $t}\"\n";
-  std::ofstream(m_dir / "space.yaml") << "workload: {kind: command, timeout: 120s, command: \"sh "
-                                      << (m_dir / "job.sh").string() << "\"}\n"
-                                      << "space:\n  x: {values: [1, 2, 3, 4, 5, 6, 7, 8]}\n"
-                                      << "search: {strategy: grid, budget: 8, explain: false, remeasure: 0, race: false, "
-                                         "initial: [{x: 1}]}\n"
-                                      << "output: {tuned: " << (m_dir / "tuned.yaml").string() << "}\n";
-  const fs::path log = m_dir / "run.log";
-  const pid_t pid = ::fork();
-  if (pid == 0) {
-    const std::string cmd = "exec " + std::string(AUTOTUNE_BINARY) + " " + (m_dir / "space.yaml").string() + " >" +
-                            log.string() + " 2>&1";
-    ::execl("/bin/sh", "sh", "-c", cmd.c_str(), nullptr);
-    ::_exit(127);
-  }
-  auto wait_for = [](const std::function<bool()>& done) {
-    const auto limit = std::chrono::steady_clock::now() + std::chrono::seconds(120);
-    while (!done() && std::chrono::steady_clock::now() < limit) std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    return done();
-  };
+  write_spec("cd " + m_dir.string() + "\n" +
+                 "if [ \"$AUTOTUNE_X\" = 4 ]; then while [ ! -e go ]; do sleep 0.05; done; sleep 1; fi\n"
+                 "t=$((100 + 10 * AUTOTUNE_X)); [ -e slow ] && t=$((t / 2))\n"
+                 "sleep 0.3; echo \"{\\\"throughput\\\": $t}\"\n",
+             "1, 2, 3, 4, 5, 6, 7, 8",
+             "strategy: grid, budget: 8, explain: false, remeasure: 0, race: false, initial: [{x: 1}]");
+  const fs::path log = this->log();
+  const pid_t pid = spawn();
   auto finished = [&] {
     std::size_t n = 0;
     const std::string j = read(m_dir / "tuned.journal.jsonl");
