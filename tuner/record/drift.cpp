@@ -16,7 +16,20 @@ struct ControlPoint {
   int trial = 0;
   double throughput = 0;
   double rsd = 0;
+  double load = 0;  // foreign_cores while it ran
 };
+
+// Other processes' cores that must separate two control figures before
+// their difference is read as drift: on a machine whose load did not change,
+// two single measurements of one configuration differ by the run-to-run
+// scatter (seen: 45% on a quiet 2-core machine, bench/results/shared_machine.md),
+// which one factor would then put on every trial near the second.
+constexpr double kLoadChange = 0.5;
+
+ControlPoint point_of(const TrialRecord& t, double throughput) {
+  return {t.trial, throughput, t.outcome.metric(metric::throughput_rsd).value_or(0),
+          t.outcome.metric(metric::foreign_cores).value_or(0)};
+}
 
 }  // namespace
 
@@ -39,13 +52,13 @@ std::vector<ControlPoint> control_points(const Study& s, const Config& control) 
   std::vector<ControlPoint> points;
   for (const auto& t : s.trials)
     if (t.config == control && t.outcome.ok() && !t.outcome.raced()) {
-      points.push_back({t.trial, measured(t.outcome), t.outcome.metric(metric::throughput_rsd).value_or(0)});
+      points.push_back(point_of(t, measured(t.outcome)));
       break;
     }
   if (points.empty()) return points;
   for (const auto& c : s.controls)
     if (c.outcome.ok() && c.outcome.throughput > 0)
-      points.push_back({c.trial, c.outcome.throughput, c.outcome.metric(metric::throughput_rsd).value_or(0)});
+      points.push_back(point_of(c, c.outcome.throughput));
   return points;
 }
 
@@ -58,6 +71,7 @@ double factor_at(const std::vector<ControlPoint>& points, long trial) {
     if (std::labs(p.trial - trial) < std::labs(near->trial - trial) ||
         (std::labs(p.trial - trial) == std::labs(near->trial - trial) && p.trial < near->trial))
       near = &p;
+  if (std::abs(near->load - reference.load) < kLoadChange) return 1.0;
   const double factor = reference.throughput / near->throughput;
   const double noise = std::max(0.05, 2 * std::hypot(reference.rsd, near->rsd));
   if (std::abs(std::log(factor)) <= noise) return 1.0;

@@ -10,7 +10,9 @@
 // so that a load that starts mid-session does not make every later trial
 // lose to those before it. The measured figure is kept in the metric
 // `throughput_measured`, the factor in `drift`. A drift within the noise of
-// the two control figures (5% at least) is no drift: the factor is then 1.
+// the two control figures (5% at least), or between two figures taken under
+// the same load from other processes (within half a core), is no drift: the
+// factor is then 1.
 #include <optional>
 #include <vector>
 
