@@ -23,6 +23,8 @@ inline constexpr const char* cpu_cores = "cpu_cores";
 // Cores' worth of CPU that processes outside autotune's tree used while the
 // trial ran (tuner/run/machine_load.hpp): the machine's other work.
 inline constexpr const char* foreign_cores = "foreign_cores";
+// Other processes' use at or above which the machine counts as busy, in cores.
+inline constexpr double kBusyCores = 0.5;
 // ... and on the machine's GPUs: compute processes outside autotune's tree
 // and the device memory they held, the most seen at the trial's start or end.
 inline constexpr const char* foreign_gpu_processes = "foreign_gpu_processes";

@@ -165,7 +165,11 @@ void print_summary(const Spec& spec, const Study& r) {
                                  "samples/s (medians of {} runs each, in pairs; baseline: {})\n",
                                  x->ratio, interval_words(*x), x->answer, x->baseline, x->runs,
                                  spec.space.to_assignment(r.baseline->config).describe());
-      else
+      if (x->remeasured && x->others && *x->others >= kBusyCores)
+        std::cout << fmt::format("        the pairs ran while other processes used {:.1f} of {} cores: the speedup "
+                                 "is the one a machine that busy gives; on a quiet one it may differ\n",
+                                 *x->others, usable_cores());
+      if (!x->remeasured)
         std::cout << fmt::format("        {:.2f}x the baseline ({:.1f} samples/s: {})\n", x->ratio, x->baseline,
                                  spec.space.to_assignment(r.baseline->config).describe());
       for (std::size_t i = 0; i < r.knobs.size() && !r.kept_baseline_over; ++i)

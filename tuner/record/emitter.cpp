@@ -234,6 +234,9 @@ void emit_baseline(YAML::Emitter& e, const SearchSpace& space, const Assignment&
         if (x->low && x->high)
           e << YAML::Key << "interval90" << YAML::Value << YAML::Flow << YAML::BeginSeq << sig(*x->low, 4)
             << sig(*x->high, 4) << YAML::EndSeq;
+        // Other processes' cores while the pairs ran (their mean).
+        if (x->others)
+          e << YAML::Key << "others_cores" << YAML::Value << sig(*x->others, 3);
         // Every pair, in the order measured: [baseline, answer] samples/s.
         e << YAML::Key << "pairs" << YAML::Value << YAML::BeginSeq;
         for (std::size_t i = 0; i < std::min(r.baseline_again.size(), r.answer_again.size()); ++i)

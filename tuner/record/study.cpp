@@ -142,6 +142,15 @@ std::optional<Study::Speedup> Study::speedup() const {
   if (a && b && *b > 0) {
     const std::size_t n = std::min(answer_again.size(), baseline_again.size());
     Speedup x{*a / *b, *a, *b, static_cast<int>(n), true};
+    double others = 0;
+    int read = 0;
+    for (const auto* again : {&baseline_again, &answer_again})
+      for (const TrialRecord& t : *again)
+        if (const auto f = t.outcome.metric(metric::foreign_cores)) {
+          others += *f;
+          ++read;
+        }
+    if (read > 0) x.others = others / read;
     if (const auto logs = paired_log_ratios(*this); logs && !logs->empty()) {
       double mean = 0;
       for (double l : *logs) mean += l;

@@ -101,6 +101,8 @@ struct Study {
     int runs = 1;             // measurements of each behind the figures
     bool remeasured = false;  // the figures are the re-measurements' medians
     std::optional<double> low, high;  // the 90% interval of the ratio
+    // Other processes' cores while the pairs ran (their mean), where read.
+    std::optional<double> others;
     // The interval reaches 1 or below: the answer is not shown to be faster.
     bool not_shown_faster() const { return low && *low <= 1.0; }
   };

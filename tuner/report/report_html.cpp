@@ -37,6 +37,10 @@ std::string answer_panel(const JournalStudy& s) {
                            ? fmt::format(" ({:.2f}&ndash;{:.2f}&times; at 90%, {} pairs measured again side by side)",
                                          *x->low, *x->high, x->runs)
                            : std::string(" (measured again side by side)"));
+  if (auto x = r.speedup(); x && x->remeasured && x->others && *x->others >= metric::kBusyCores)
+    out += fmt::format("</p><p>The pairs ran while other processes used {:.1f} cores: the speedup of a machine that "
+                       "busy; on a quiet one it may differ.",
+                       *x->others);
   out += "</p><p>Chosen as " + html_escape(s.answer_rule) + ".</p>";
 
   HtmlTable t;
@@ -160,7 +164,7 @@ std::string trials_panel(const JournalStudy& s) {
       row.push_back(cell(fmt::format("{:.0f}", j.finish_time), j.finish_time));
       if (!o.ok()) note += (note.empty() ? "" : "; ") + o.reason.substr(0, 200);
       if (o.raced()) note += (note.empty() ? "" : "; ") + std::string("raced: stopped early, surely below the bar");
-      if (const auto f = o.metric(metric::foreign_cores); f && *f >= 0.5)
+      if (const auto f = o.metric(metric::foreign_cores); f && *f >= metric::kBusyCores)
         note += (note.empty() ? "" : "; ") + fmt::format("other processes used {:.1f} cores meanwhile", *f);
       if (const auto d = o.metric(metric::drift); d && *d != 1.0)
         note += (note.empty() ? "" : "; ") + fmt::format("read x{:.2f} against the control measured nearest it", *d);

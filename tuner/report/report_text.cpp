@@ -111,6 +111,10 @@ std::string render_report_text(const JournalStudy& s) {
                                                                        *x->high, x->runs)
                                                          : std::string())
                                        : "");
+    if (auto x = r.speedup(); x && x->remeasured && x->others && *x->others >= metric::kBusyCores)
+      out += fmt::format("\n          the pairs ran while other processes used {:.1f} cores: a machine that busy's "
+                         "speedup; on a quiet one it may differ",
+                         *x->others);
     out += "\n          chosen as " + s.answer_rule + "\n";
     for (std::size_t i = 0; i < r.knobs.size(); ++i)
       out += (i == 0 ? "moved:    " : "          ") + describe(r.knobs[i]) + "\n";

@@ -13,11 +13,13 @@
 // Without /proc (not Linux) every reading is empty.
 #include <chrono>
 #include <optional>
+#include <string>
+
+#include "core/metric_names.hpp"
 
 namespace autotune {
 
-// Other processes' use at or above which the machine counts as busy, in cores.
-inline constexpr double kBusyCores = 0.5;
+using metric::kBusyCores;
 
 struct LoadSnapshot {
   std::chrono::steady_clock::time_point at;

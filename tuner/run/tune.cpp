@@ -291,11 +291,12 @@ class TuningRun final : public TrialSource, public TrialObserver {
   // search.busy: wait: the next trial starts once the machine has been quiet
   // for two looks of a second, or after a minute (then it is measured anyway,
   // and the summary says how busy the machine was).
-  void wait_for_quiet(double load) {
-    constexpr double kMaxWaitS = 60;
+  // Returns whether the machine became quiet.
+  bool wait_for_quiet(double load, double max_wait_s = 60, std::string_view before = "the next trial (search.busy: wait)") {
+    const double kMaxWaitS = max_wait_s;
     m_progress.say(fmt::format("the machine is busy ({:.1f} cores used by other processes): waiting up to {:.0f}s "
-                               "for it to be quiet before the next trial (search.busy: wait)",
-                               load, kMaxWaitS));
+                               "for it to be quiet before {}",
+                               load, kMaxWaitS, before));
     const auto t0 = Clock::now();
     int quiet = 0;
     while (quiet < 2 && !interrupted() && std::chrono::duration<double>(Clock::now() - t0).count() < kMaxWaitS) {
@@ -306,6 +307,7 @@ class TuningRun final : public TrialSource, public TrialObserver {
     const double waited = std::chrono::duration<double>(Clock::now() - t0).count();
     m_progress.say(quiet >= 2 ? fmt::format("the machine is quiet again after {:.0f}s; carrying on", waited)
                               : fmt::format("still busy after {:.0f}s; measuring anyway", waited));
+    return quiet >= 2;
   }
 
   double elapsed() const { return m_earlier_s + std::chrono::duration<double>(Clock::now() - m_t0).count(); }
@@ -389,10 +391,19 @@ class TuningRun final : public TrialSource, public TrialObserver {
       const auto h = paired_half_width(*logs);
       return h && *h <= target;
     };
+    // A pair starts on a quiet machine where it can: the speedup printed is
+    // then the one a quiet machine gives. Once a wait ends with the machine
+    // still busy, the load is taken as lasting and the pairs go on under it
+    // (the summary says how busy it was).
+    bool load_lasts = m_spec.search.busy == "ignore";
     while (!settled()) {
       // Half a pair measured: its other half; else pair 0, 2, ... starts
       // with the baseline, pair 1, 3, ... with the answer.
       const std::size_t nb = m_study.baseline_again.size(), na = m_study.answer_again.size();
+      if (nb == na && !load_lasts)
+        if (const auto load = recent_foreign_cores(); load && *load >= kBusyCores)
+          load_lasts = !wait_for_quiet(*load, m_spec.search.busy == "wait" ? 60 : 30,
+                                       "the next side-by-side pair");
       const bool of_baseline = nb != na ? nb < na : pairs_done() % 2 == 0;
       const std::optional<TrialRecord> t =
           measure_after_search(of_baseline ? baseline : answer,

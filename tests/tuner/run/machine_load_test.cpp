@@ -206,6 +206,50 @@ TEST_F(MachineLoad, ALoadThatStartsMidSessionIsReadAgainstTheControlMeasuredUnde
   EXPECT_EQ(tuned["best"]["x"].as<int>(), 8) << read(m_dir / "tuned.yaml") << read(log);
 }
 
+// The side-by-side pairs start on a quiet machine where they can: a busy
+// loop that runs through the search holds the first pair until it ends, and
+// the speedup printed is then a quiet machine's.
+TEST_F(MachineLoad, PairsWaitForTheMachineToBeQuiet) {
+  if (autotune::usable_cores() < 2) GTEST_SKIP() << "needs two cores";
+  if (const auto ambient = autotune::sample_foreign_cores(1.0); !ambient || *ambient >= 0.3)
+    GTEST_SKIP() << "the machine is busy without our loop: the pairs would wait for it too";
+  write_spec("sleep 0.3; echo \"{\\\"throughput\\\": $((100 + 10 * AUTOTUNE_X))}\"\n", "1, 2",
+             "strategy: grid, budget: 2, explain: false, remeasure: 3, race: false, initial: [{x: 1}]");
+  auto loop = std::make_unique<BusyLoop>();
+  const fs::path log = this->log();
+  const pid_t pid = spawn();
+  ASSERT_TRUE(wait_for([&] { return read(log).find("before the next side-by-side pair") != std::string::npos; }))
+      << read(log);
+  // Held: no pair measured yet.
+  EXPECT_EQ(read(m_dir / "tuned.journal.jsonl").find("remeasure"), std::string::npos) << read(log);
+  loop.reset();
+  int st = 0;
+  ::waitpid(pid, &st, 0);
+  ASSERT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0) << read(log);
+  EXPECT_NE(read(log).find("quiet again"), std::string::npos) << read(log);
+  EXPECT_EQ(read(log).find("the pairs ran while"), std::string::npos) << read(log);
+  const YAML::Node tuned = YAML::LoadFile((m_dir / "tuned.yaml").string());
+  ASSERT_TRUE(tuned["baseline"]["others_cores"]) << read(m_dir / "tuned.yaml");
+  EXPECT_LT(tuned["baseline"]["others_cores"].as<double>(), 0.5) << read(m_dir / "tuned.yaml");
+}
+
+// Pairs measured under load (search.busy: ignore does not wait) say so
+// beside the speedup, and tuned.yaml carries the load.
+TEST_F(MachineLoad, PairsMeasuredUnderLoadSaySo) {
+  if (autotune::usable_cores() < 2) GTEST_SKIP() << "needs two cores";
+  write_spec("sleep 0.3; echo \"{\\\"throughput\\\": $((100 + 10 * AUTOTUNE_X))}\"\n", "1, 2",
+             "strategy: grid, budget: 2, explain: false, remeasure: 3, race: false, busy: ignore, initial: [{x: 1}]");
+  BusyLoop loop;
+  const auto r = autotune::testing::run_shell(std::string(AUTOTUNE_BINARY) + " " + (m_dir / "space.yaml").string() +
+                                              " 2>&1");
+  loop.stop();
+  ASSERT_EQ(r.status, 0) << r.out;
+  EXPECT_NE(r.out.find("the pairs ran while other processes used"), std::string::npos) << r.out;
+  const YAML::Node tuned = YAML::LoadFile((m_dir / "tuned.yaml").string());
+  ASSERT_TRUE(tuned["baseline"]["others_cores"]) << read(m_dir / "tuned.yaml");
+  EXPECT_GE(tuned["baseline"]["others_cores"].as<double>(), 0.5) << read(m_dir / "tuned.yaml");
+}
+
 // Other processes on the GPU, as nvidia-smi lists them: a stand-in program
 // lists one process of ours (its own shell's parent, the test) and one that
 // is not (pid 1).
