@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <fstream>
 #include <iostream>
 
 #include <fmt/format.h>
@@ -242,6 +243,18 @@ bool keep_earlier_run(const Spec& spec, bool fresh) {
     // aside, never truncated: its trial logs may say why it stopped.
     if (n == 0) fresh = true;
     held = fmt::format("holds {} measured trial{} of an earlier run", n, n == 1 ? "" : "s");
+    std::ifstream in(journal);
+    std::string first;
+    std::getline(in, first);
+    const nlohmann::json header = nlohmann::json::parse(first, nullptr, /*allow_exceptions=*/false);
+    if (!fresh && header.is_object())
+      if (const auto change = workload_change(header, spec)) {
+        std::cerr << fmt::format(
+            "autotune: {} {}, measured with another workload ({}); nothing was started, nothing was changed.\n"
+            "  start afresh, keeping it aside:    {}\n",
+            journal.string(), held, *change, fresh_command());
+        return false;
+      }
   } catch (const JournalError& e) {
     held = fmt::format("exists and cannot be read as a journal ({})", e.what());
   }

@@ -12,9 +12,13 @@
 #include <cstring>
 #include <fstream>
 #include <iterator>
+#include <set>
 #include <sstream>
 #include <unordered_map>
 #include <utility>
+#include <variant>
+
+#include <fmt/format.h>
 
 namespace autotune {
 
@@ -282,6 +286,42 @@ nlohmann::json initial_json(const Spec& spec) {
 }
 }  // namespace
 
+nlohmann::json workload_identity(const Spec& spec) {
+  nlohmann::json options = nlohmann::json::object();
+  for (const auto& [key, value] : spec.workload.options.values()) {
+    if (key == "warm") continue;  // how trials start, not what they measure
+    std::visit([&, k = key](const auto& v) { options[k] = v; }, value);
+  }
+  return {{"kind", spec.workload.kind}, {"options", options}};
+}
+
+std::optional<std::string> workload_change(const nlohmann::json& header, const Spec& spec) {
+  const auto was = header.find("workload_identity");
+  if (was == header.end()) return std::nullopt;  // a journal from before it was recorded
+  const nlohmann::json now = workload_identity(spec);
+  if (*was == now) return std::nullopt;
+  const auto shown = [](const nlohmann::json* v) {
+    if (!v) return std::string("(not set)");
+    return v->is_string() ? "'" + v->get<std::string>() + "'" : v->dump();
+  };
+  if (was->value("kind", "") != now.value("kind", ""))
+    return fmt::format("the workload's kind was {}, now {}", shown(&(*was)["kind"]), shown(&now["kind"]));
+  std::vector<std::string> changes;
+  const nlohmann::json& a = (*was)["options"];
+  const nlohmann::json& b = now["options"];
+  std::set<std::string> keys;
+  for (auto it = a.begin(); a.is_object() && it != a.end(); ++it) keys.insert(it.key());
+  for (auto it = b.begin(); it != b.end(); ++it) keys.insert(it.key());
+  for (const std::string& k : keys) {
+    const nlohmann::json* x = a.is_object() && a.contains(k) ? &a[k] : nullptr;
+    const nlohmann::json* y = b.contains(k) ? &b[k] : nullptr;
+    if (!x || !y || *x != *y) changes.push_back(fmt::format("`{}` was {}, now {}", k, shown(x), shown(y)));
+  }
+  std::string out;
+  for (const std::string& c : changes) out += (out.empty() ? "" : "; ") + c;
+  return out;
+}
+
 nlohmann::json journal_header(const Spec& spec) {
   nlohmann::json params = nlohmann::json::array();
   for (const auto& p : spec.space.params()) {
@@ -293,6 +333,7 @@ nlohmann::json journal_header(const Spec& spec) {
           {"space_hash", spec.space.hash()},
           {"spec_file", spec.file.string()},
           {"workload", spec.workload.kind},
+          {"workload_identity", workload_identity(spec)},
           {"parameters", params},
           {"rules", spec.space.rules().rules()},
           {"strategy", spec.search.strategy},

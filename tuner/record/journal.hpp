@@ -125,4 +125,12 @@ struct Spec;
 // The journal header for a spec (space hash, parameters, strategy, seed).
 nlohmann::json journal_header(const Spec& spec);
 
+// What the run measures: the workload's kind and its options (the command,
+// its folder and environment, ...; not `warm`, which is how trials start).
+nlohmann::json workload_identity(const Spec& spec);
+// How `spec`'s workload differs from the one a journal's header records, in
+// words ("`command` was '...', now '...'"); nullopt when it is the same or
+// the journal predates the record.
+std::optional<std::string> workload_change(const nlohmann::json& header, const Spec& spec);
+
 }  // namespace autotune

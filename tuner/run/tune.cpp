@@ -245,7 +245,12 @@ class TuningRun final : public TrialSource, public TrialObserver {
     try {
       JournalContents contents = read_journal(m_spec.output.journal);
       m_good_bytes = contents.good_bytes;
+      const nlohmann::json header = contents.header;
       r = replay_journal(std::move(contents), m_space, m_spec.output.journal);
+      if (const auto change = workload_change(header, m_spec))
+        throw TuneError(fmt::format("{} was measured with another workload ({}); refusing to resume: its figures "
+                                    "would mix with this workload's",
+                                    m_spec.output.journal.string(), *change));
     } catch (const JournalError& e) {
       throw TuneError(e.what());
     } catch (const StudyError& e) {

@@ -244,3 +244,53 @@ TEST_F(RunOwnsJournal, AJobsBytesThatAreNotUtf8AreKeptAsAReasonNotAFailureOfTheT
 }
 
 }  // namespace
+
+namespace {
+
+// A run's identity includes its workload: after the command is changed (a
+// typo fixed), --resume refuses, saying what changed and how to start afresh
+// with the earlier run kept; a plain run says the same; --fresh sets the
+// earlier run aside whole and starts.
+TEST_F(RunOwnsJournal, AChangedCommandIsNotResumedIntoTheEarlierRunsJournal) {
+  const auto spec_with = [&](const std::string& figure) {
+    return write("space.yaml", "workload: {kind: command, cwd: " + m_dir.string() + ", command: \"echo '{\\\"throughput\\\": " +
+                                   figure + "}'\"}\nspace:\n  x: {values: [1, 2, 3]}\n"
+                                   "search: {strategy: grid, budget: 2, remeasure: 0, explain: false}\n"
+                                   "output: {tuned: " + (m_dir / "tuned.yaml").string() + "}\n");
+  };
+  const fs::path spec = spec_with("10");
+  ASSERT_EQ(run(spec.string()).status, 0);
+  const std::string journal = read(m_dir / "tuned.journal.jsonl");
+  spec_with("11");
+  const CliRun resumed = run(spec.string() + " --resume");
+  EXPECT_EQ(resumed.status, 2) << resumed.out;
+  EXPECT_NE(resumed.out.find("measured with another workload (`command` was"), std::string::npos) << resumed.out;
+  EXPECT_NE(resumed.out.find("--fresh"), std::string::npos) << resumed.out;
+  EXPECT_EQ(read(m_dir / "tuned.journal.jsonl"), journal);
+  const CliRun again = run(spec.string());
+  EXPECT_EQ(again.status, 2) << again.out;
+  EXPECT_NE(again.out.find("measured with another workload"), std::string::npos) << again.out;
+  EXPECT_EQ(again.out.find("--resume"), std::string::npos) << again.out;  // resuming it would mix the two
+  EXPECT_EQ(read(m_dir / "tuned.journal.jsonl"), journal);
+  const CliRun fresh = run(spec.string() + " --fresh");
+  EXPECT_EQ(fresh.status, 0) << fresh.out;
+  EXPECT_EQ(read(m_dir / "tuned.journal-1.jsonl"), journal);
+  EXPECT_NE(read(m_dir / "tuned.journal.jsonl").find("\"throughput\":11"), std::string::npos);
+}
+
+// A journal written before the workload was recorded still resumes.
+TEST_F(RunOwnsJournal, AJournalWithoutTheWorkloadRecordStillResumes) {
+  const fs::path spec = write("space.yaml", synthetic_spec(2));
+  ASSERT_EQ(run(spec.string()).status, 0);
+  std::string j = read(m_dir / "tuned.journal.jsonl");
+  const auto nl = j.find('\n');
+  nlohmann::json header = nlohmann::json::parse(j.substr(0, nl));
+  ASSERT_TRUE(header.contains("workload_identity"));
+  header.erase("workload_identity");
+  std::ofstream(m_dir / "tuned.journal.jsonl", std::ios::binary) << header.dump() << j.substr(nl);
+  write("space.yaml", synthetic_spec(3));
+  const CliRun resumed = run(spec.string() + " --resume");
+  EXPECT_EQ(resumed.status, 0) << resumed.out;
+}
+
+}  // namespace
