@@ -110,28 +110,72 @@ std::optional<double> foreign_cores(const LoadSnapshot& from, const LoadSnapshot
   return std::max(0.0, foreign / wall);
 }
 
-std::optional<GpuOthers> foreign_gpu_use(const std::string& nvidia_smi) {
-  const std::string cmd = nvidia_smi + " --query-compute-apps=pid,used_memory --format=csv,noheader,nounits 2>/dev/null";
+namespace {
+// `nvidia_smi args`' standard output; nullopt when it cannot run or fails.
+std::optional<std::string> smi_output(const std::string& nvidia_smi, const std::string& args) {
+  const std::string cmd = nvidia_smi + " " + args + " 2>/dev/null";
   FILE* p = ::popen(cmd.c_str(), "r");
   if (!p) return std::nullopt;
   std::string text;
   char buf[4096];
   for (std::size_t n; (n = std::fread(buf, 1, sizeof buf, p)) > 0 && text.size() < (1u << 20);) text.append(buf, n);
   if (::pclose(p) != 0) return std::nullopt;
+  return text;
+}
+
+// The comma-separated fields of a CSV line, trimmed.
+std::vector<std::string> fields(const std::string& line) {
+  std::vector<std::string> out;
+  std::istringstream in(line);
+  for (std::string f; std::getline(in, f, ',');) {
+    const auto a = f.find_first_not_of(" \t\r"), b = f.find_last_not_of(" \t\r");
+    out.push_back(a == std::string::npos ? std::string() : f.substr(a, b - a + 1));
+  }
+  return out;
+}
+}  // namespace
+
+std::optional<GpuSnapshot> take_gpu_snapshot(const std::string& nvidia_smi) {
+  const auto devices = smi_output(nvidia_smi, "--query-gpu=index,uuid --format=csv,noheader");
+  const auto apps = smi_output(nvidia_smi, "--query-compute-apps=pid,used_memory,gpu_uuid --format=csv,noheader,nounits");
+  if (!devices || !apps) return std::nullopt;
+  GpuSnapshot s;
+  std::istringstream dl(*devices);
+  for (std::string line; std::getline(dl, line);)
+    if (const auto f = fields(line); f.size() >= 2 && !f[0].empty()) s.devices.emplace_back(f[0], f[1]);
   std::vector<long> ours;
   tree_ticks(&ours);
-  GpuOthers others;
-  std::istringstream lines(text);
-  for (std::string line; std::getline(lines, line);) {
+  std::istringstream al(*apps);
+  for (std::string line; std::getline(al, line);) {
+    const auto f = fields(line);
+    if (f.empty()) continue;
     char* end = nullptr;
-    const long pid = std::strtol(line.c_str(), &end, 10);
-    if (end == line.c_str() || pid <= 0) continue;
+    const long pid = std::strtol(f[0].c_str(), &end, 10);
+    if (end == f[0].c_str() || pid <= 0) continue;  // "[Not Supported]" and the like
     if (std::find(ours.begin(), ours.end(), pid) != ours.end()) continue;
-    ++others.processes;
-    const auto comma = line.find(',');
-    if (comma != std::string::npos) others.bytes += std::strtod(line.c_str() + comma + 1, nullptr) * 1024 * 1024;
+    s.others.push_back({pid, f.size() > 1 ? std::strtod(f[1].c_str(), nullptr) * 1024 * 1024 : 0.0,
+                        f.size() > 2 ? f[2] : std::string()});
   }
-  return others;
+  return s;
+}
+
+GpuOthers foreign_gpu_use(const GpuSnapshot& s, std::string_view devices) {
+  // The devices named (CUDA_VISIBLE_DEVICES style: indices or UUIDs, or
+  // their prefixes), as UUIDs; none named: every one.
+  std::vector<std::string> uuids;
+  std::istringstream in{std::string(devices)};
+  for (std::string d; std::getline(in, d, ',');) {
+    if (d.empty()) continue;
+    for (const auto& [index, uuid] : s.devices)
+      if (d == index || (d.size() >= 5 && uuid.rfind(d, 0) == 0)) uuids.push_back(uuid);
+  }
+  GpuOthers out;
+  for (const GpuSnapshot::App& a : s.others)
+    if (uuids.empty() || a.gpu.empty() || std::find(uuids.begin(), uuids.end(), a.gpu) != uuids.end()) {
+      ++out.processes;
+      out.bytes += a.bytes;
+    }
+  return out;
 }
 
 int usable_cores() {

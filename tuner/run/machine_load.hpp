@@ -14,6 +14,9 @@
 #include <chrono>
 #include <optional>
 #include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
 
 #include "core/metric_names.hpp"
 
@@ -35,14 +38,28 @@ LoadSnapshot take_load_snapshot();
 // (under 50 ms) to say.
 std::optional<double> foreign_cores(const LoadSnapshot& from, const LoadSnapshot& to);
 
-// Other processes' use of the machine's GPUs: compute processes outside
+// Other processes' use of the machine's GPUs: the compute processes outside
 // autotune's tree and the device memory they hold, as `nvidia-smi` lists
-// them. nullopt where the program is missing or fails.
+// them, with the device each runs on. nullopt where the program is missing
+// or fails.
+struct GpuSnapshot {
+  struct App {
+    long pid = 0;
+    double bytes = 0;
+    std::string gpu;  // its device's UUID
+  };
+  std::vector<std::pair<std::string, std::string>> devices;  // (index, UUID)
+  std::vector<App> others;
+};
+std::optional<GpuSnapshot> take_gpu_snapshot(const std::string& nvidia_smi = "nvidia-smi");
+
+// Of those, the ones on `devices` (a CUDA_VISIBLE_DEVICES list: indices,
+// UUIDs or UUID prefixes; empty: every device).
 struct GpuOthers {
   int processes = 0;
   double bytes = 0;
 };
-std::optional<GpuOthers> foreign_gpu_use(const std::string& nvidia_smi = "nvidia-smi");
+GpuOthers foreign_gpu_use(const GpuSnapshot& s, std::string_view devices);
 
 // The cores this process may run on (its affinity), at least 1.
 int usable_cores();

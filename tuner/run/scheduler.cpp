@@ -1,6 +1,7 @@
 #include "tuner/run/scheduler.hpp"
 
 #include <algorithm>
+#include <cstdlib>
 #include <cmath>
 #include <numeric>
 
@@ -104,7 +105,7 @@ void Scheduler::submit(int trial, const Assignment& config, const TrialContext& 
   t.config = config;
   t.ctx = ctx;
   if (m_settings.watch_machine) t.load_from = take_load_snapshot();
-  if (m_settings.watch_gpus) t.gpus_from = foreign_gpu_use();
+  if (m_settings.watch_gpus) t.gpus_from = take_gpu_snapshot();
   auto [it, fresh] = m_trials.emplace(trial, std::move(t));
   if (!fresh) throw std::logic_error(fmt::format("trial {} is already running", trial));
   start_repeat(trial, it->second);
@@ -145,8 +146,13 @@ std::optional<Scheduler::Done> Scheduler::wait_any(std::chrono::milliseconds wai
     if (const auto foreign = t.load_from.valid ? foreign_cores(t.load_from, take_load_snapshot()) : std::nullopt)
       o.metrics[metric::foreign_cores] = *foreign;
     if (m_settings.watch_gpus)
-      if (const auto now = foreign_gpu_use()) {
-        const GpuOthers then = t.gpus_from.value_or(GpuOthers{});
+      if (const auto snapshot = take_gpu_snapshot()) {
+        // The trial's devices: its slot's, else autotune's own view.
+        std::string devices;
+        if (const auto g = o.labels.find("gpus"); g != o.labels.end()) devices = g->second;
+        else if (const char* v = std::getenv("CUDA_VISIBLE_DEVICES")) devices = v;
+        const GpuOthers then = t.gpus_from ? foreign_gpu_use(*t.gpus_from, devices) : GpuOthers{};
+        const std::optional<GpuOthers> now = foreign_gpu_use(*snapshot, devices);
         o.metrics[metric::foreign_gpu_processes] = std::max(then.processes, now->processes);
         o.metrics[metric::foreign_gpu_bytes] = std::max(then.bytes, now->bytes);
       }

@@ -89,7 +89,7 @@ class Scheduler {
     std::vector<Outcome> runs;
     double seconds = 0;
     LoadSnapshot load_from;  // the machine when it started
-    std::optional<GpuOthers> gpus_from;
+    std::optional<GpuSnapshot> gpus_from;
   };
   void start_repeat(int trial, InFlight& t);
 

@@ -253,16 +253,25 @@ TEST_F(MachineLoad, PairsMeasuredUnderLoadSaySo) {
 // Other processes on the GPU, as nvidia-smi lists them: a stand-in program
 // lists one process of ours (its own shell's parent, the test) and one that
 // is not (pid 1).
-TEST(GpuOthers, CountsTheComputeProcessesOutsideAutotunesTree) {
+TEST(GpuOthers, CountsTheComputeProcessesOutsideAutotunesTreeOnTheTrialsDevices) {
   const fs::path dir = autotune::testing::fresh_test_dir("gpu_others");
   const fs::path smi = dir / "nvidia-smi";
-  std::ofstream(smi) << "#!/bin/sh\necho \"" << ::getpid() << ", 500\"\necho \"1, 1024\"\necho \"[Not Supported]\"\n";
+  std::ofstream(smi) << "#!/bin/sh\ncase \"$1\" in\n"
+                     << "  --query-gpu=*) echo '0, GPU-aaaa1111'; echo '1, GPU-bbbb2222' ;;\n"
+                     << "  *) echo '" << ::getpid() << ", 500, GPU-aaaa1111'; echo '1, 1024, GPU-aaaa1111';"
+                     << " echo '7, 2048, GPU-bbbb2222'; echo '[Not Supported]' ;;\nesac\n";
   fs::permissions(smi, fs::perms::owner_all);
-  const auto others = autotune::foreign_gpu_use(smi.string());
-  ASSERT_TRUE(others);
-  EXPECT_EQ(others->processes, 1);
-  EXPECT_DOUBLE_EQ(others->bytes, 1024.0 * 1024 * 1024);
-  EXPECT_FALSE(autotune::foreign_gpu_use((dir / "missing").string()));
+  const auto s = autotune::take_gpu_snapshot(smi.string());
+  ASSERT_TRUE(s);
+  const auto all = autotune::foreign_gpu_use(*s, "");
+  EXPECT_EQ(all.processes, 2);  // not ours (this test's pid)
+  EXPECT_DOUBLE_EQ(all.bytes, 3072.0 * 1024 * 1024);
+  const auto first = autotune::foreign_gpu_use(*s, "0");
+  EXPECT_EQ(first.processes, 1);
+  EXPECT_DOUBLE_EQ(first.bytes, 1024.0 * 1024 * 1024);
+  EXPECT_EQ(autotune::foreign_gpu_use(*s, "GPU-bbbb").processes, 1);  // a UUID prefix, as CUDA takes it
+  EXPECT_DOUBLE_EQ(autotune::foreign_gpu_use(*s, "1").bytes, 2048.0 * 1024 * 1024);
+  EXPECT_FALSE(autotune::take_gpu_snapshot((dir / "missing").string()));
   fs::remove_all(dir);
 }
 
