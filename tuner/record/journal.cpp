@@ -155,11 +155,34 @@ JournalContents read_journal(const std::filesystem::path& path) {
       } else if (type == "recommended") {
         const auto& c = rec.at("config");
         out.recommendation = c.is_null() ? std::optional<Assignment>{} : std::optional<Assignment>{assignment_from_json(c)};
+      } else if (type == "end") {
+        JournalEnd e;
+        e.reason = rec.value("reason", "");
+        if (const auto b = rec.find("budget"); b != rec.end() && b->is_object()) {
+          e.budget_trials = b->value("trials", 0);
+          e.budget_seconds = b->value("seconds", 0.0);
+        }
+        e.time = rec.value("time", 0.0);
+        e.failure = rec.value("failure", "");
+        out.ends.push_back(std::move(e));
+        // What was still running when the run ended was cut short with it.
+        for (JournalTrial& t : out.trials)
+          if (!t.outcome) t.cut_short = true;
       } else if (type == "start") {
         const int trial = rec.at("trial").get<int>();
         out.trials.push_back({trial, assignment_from_json(rec.at("config")), std::nullopt, phase_of(rec)});
         out.trials.back().start_time = rec.value("time", 0.0);
         out.trials.back().proposed_as = rec.value("proposed_as", "");
+        if (out.trials.back().proposed_as == "rerun") {
+          // A resumed run's re-run of a trial an earlier run left unfinished:
+          // the first such one with this configuration.
+          for (JournalTrial& t : out.trials)
+            if (&t != &out.trials.back() && !t.outcome && !t.superseded_by && t.config == out.trials.back().config) {
+              t.superseded_by = trial;
+              t.cut_short = true;
+              break;
+            }
+        }
         index_of_trial[trial] = out.trials.size() - 1;
       } else if (type == "finish") {
         const int trial = rec.at("trial").get<int>();
@@ -257,6 +280,20 @@ void JournalWriter::recommended(const std::optional<Assignment>& config, std::st
           {"strategy", std::string(strategy)},
           {"config", config ? to_json(*config) : nlohmann::json(nullptr)},
           {"time", time_s}});
+}
+
+std::string unfinished_status(const JournalTrial& t) {
+  if (t.superseded_by) return fmt::format("run again as trial {}", *t.superseded_by);
+  return t.cut_short ? "cut short" : "running";
+}
+
+void JournalWriter::ended(const JournalEnd& end) {
+  nlohmann::json rec = {{"type", "end"},
+                        {"reason", end.reason},
+                        {"budget", {{"trials", end.budget_trials}, {"seconds", end.budget_seconds}}},
+                        {"time", end.time}};
+  if (!end.failure.empty()) rec["failure"] = end.failure;
+  append(rec);
 }
 
 void JournalWriter::started(int trial, const Assignment& config, double time_s, Phase phase,

@@ -44,6 +44,25 @@ struct JournalTrial {
   std::string proposed_as;         // the start record's word ("model", ...); empty in older journals
   double start_time = 0;           // the records' `time`: seconds since the run began
   double finish_time = 0;
+  // Unfinished: the run it belonged to ended (an `end` record followed its
+  // start) with it cut short; a resumed run's re-run of it, where one ran.
+  bool cut_short = false;
+  std::optional<int> superseded_by;
+};
+
+// An unfinished trial's state in words: "running", "cut short", or "run
+// again as trial N".
+std::string unfinished_status(const JournalTrial& t);
+
+// {"type": "end"}: how a run (or a resumed run) ended: the reason
+// (run_end_name: budget, time, converged, exhausted, interrupted, failed),
+// the budget in force, the time, and the failure in words.
+struct JournalEnd {
+  std::string reason;
+  int budget_trials = 0;
+  double budget_seconds = 0;
+  double time = 0;
+  std::string failure;
 };
 
 struct JournalContents {
@@ -55,6 +74,7 @@ struct JournalContents {
   // run read it instead of replaying the strategy. Absent from older
   // journals; present and empty when the strategy recommended nothing.
   std::optional<std::optional<Assignment>> recommendation;
+  std::vector<JournalEnd> ends;  // one per run and resumed run that ended; none in older journals
   bool dropped_torn_line = false;
   // Bytes from the start of the file through the last whole record: what a
   // resume keeps (cut_bad_tail) before it appends.
@@ -113,6 +133,8 @@ class JournalWriter {
   // the strategy recommended among the measured configurations when the
   // search ended.
   void recommended(const std::optional<Assignment>& config, std::string_view strategy, double time_s);
+  // The run's end (JournalEnd); a resumed run appends its own.
+  void ended(const JournalEnd& end);
   const std::filesystem::path& path() const { return m_path; }
 
  private:

@@ -158,22 +158,44 @@ RunState state_of(const std::filesystem::path& path, const Spec& spec, const Jou
   RunState s;
   s.torn_last_line = j.dropped_torn_line;
   for (const auto& t : j.trials)
-    if (!t.outcome) s.in_flight.push_back(t.trial);
-  const auto& search = spec.search;
+    if (!t.outcome && !t.cut_short) s.in_flight.push_back(t.trial);
+    else if (!t.outcome && !t.superseded_by) s.cut_short.push_back(t.trial);
+  SearchSpec search = spec.search;
+  // The run's own word on how it ended, with the budget then in force (a
+  // resume may have changed it); an older journal's end is inferred.
+  const JournalEnd* end = j.ends.empty() ? nullptr : &j.ends.back();
+  // Anything started after the last end belongs to a run still going (or killed).
+  if (end && !s.in_flight.empty()) end = nullptr;
+  if (end) {
+    search.budget_trials = end->budget_trials;
+    search.budget_seconds = end->budget_seconds;
+  }
   const double last_time = r.elapsed_s;
   std::set<Config> distinct;
   for (const auto& t : r.trials) distinct.insert(t.config);
   const auto all = spec.space.enumerate();
-  if (search.budget_trials > 0 && static_cast<int>(r.trials.size()) >= search.budget_trials) s.stopped_by = RunEnd::budget;
-  else if (search.budget_seconds > 0 && last_time >= search.budget_seconds) s.stopped_by = RunEnd::time;
-  else if (all && distinct.size() >= all->size()) s.stopped_by = RunEnd::exhausted;
-  else s.stopped_by = RunEnd::unfinished;
+  if (end) {
+    static constexpr RunEnd kEnds[] = {RunEnd::budget,      RunEnd::time,        RunEnd::converged,
+                                       RunEnd::exhausted,   RunEnd::interrupted, RunEnd::failed};
+    for (RunEnd e : kEnds)
+      if (run_end_name(e) == end->reason) s.stopped_by = e;
+  } else if (search.budget_trials > 0 && static_cast<int>(r.trials.size()) >= search.budget_trials) {
+    s.stopped_by = RunEnd::budget;
+  } else if (search.budget_seconds > 0 && last_time >= search.budget_seconds) {
+    s.stopped_by = RunEnd::time;
+  } else if (all && distinct.size() >= all->size()) {
+    s.stopped_by = RunEnd::exhausted;
+  } else {
+    s.stopped_by = RunEnd::unfinished;
+  }
+  const bool ended_whole = s.stopped_by != RunEnd::unfinished && s.stopped_by != RunEnd::interrupted &&
+                           s.stopped_by != RunEnd::failed;
   const std::size_t confirm_due =
       std::min<std::size_t>(static_cast<std::size_t>(std::max(0, search.confirm)),
                             static_cast<std::size_t>(std::count_if(r.trials.begin(), r.trials.end(),
                                                                    [](const TrialRecord& t) { return t.outcome.ok(); })));
   const bool confirm_done = r.confirmations.size() >= confirm_due;
-  s.complete = s.stopped_by != RunEnd::unfinished && s.in_flight.empty() && !s.torn_last_line && confirm_done;
+  s.complete = ended_whole && s.in_flight.empty() && s.cut_short.empty() && !s.torn_last_line && confirm_done;
 
   std::error_code ec;
   const auto written = std::filesystem::last_write_time(path, ec);
@@ -187,6 +209,14 @@ RunState state_of(const std::filesystem::path& path, const Spec& spec, const Jou
     s.notes.push_back(fmt::format("the time budget ({:.0f} s) was spent", search.budget_seconds));
   else if (s.stopped_by == RunEnd::exhausted)
     s.notes.push_back("every valid configuration was measured");
+  else if (s.stopped_by == RunEnd::converged)
+    s.notes.push_back("the strategy converged (budget: until_converged)");
+  else if (s.stopped_by == RunEnd::interrupted)
+    s.notes.push_back(fmt::format("interrupted after {} search trial{}; --resume carries on", r.trials.size(),
+                                  r.trials.size() == 1 ? "" : "s"));
+  else if (s.stopped_by == RunEnd::failed)
+    s.notes.push_back("the tool itself failed" + (end && !end->failure.empty() ? ": " + end->failure : std::string()) +
+                      "; every finished trial is kept");
   else
     s.notes.push_back(fmt::format("cut short: {} of {} search trials finished; the run was interrupted or is "
                                   "still going",
@@ -200,13 +230,20 @@ RunState state_of(const std::filesystem::path& path, const Spec& spec, const Jou
                                   s.in_flight.size(), s.in_flight.size() == 1 ? "" : "s", ids,
                                   s.in_flight.size() == 1 ? "it" : "them"));
   }
+  if (!s.cut_short.empty()) {
+    std::string ids;
+    for (int t : s.cut_short) ids += (ids.empty() ? "" : ", ") + std::to_string(t);
+    s.notes.push_back(fmt::format("{} trial{} cut short when the run ended (trial {}); --resume runs {} again",
+                                  s.cut_short.size(), s.cut_short.size() == 1 ? " was" : "s were", ids,
+                                  s.cut_short.size() == 1 ? "it" : "them"));
+  }
   if (s.torn_last_line)
     s.notes.push_back("the journal's last line is torn (a write in progress, or the tuner died mid-write); it was "
                       "left out");
-  if (!confirm_done && s.stopped_by != RunEnd::unfinished)
+  if (!confirm_done && ended_whole)
     s.notes.push_back(fmt::format("the re-measurements after the search ({} of {}) had not finished",
                                   r.confirmations.size(), confirm_due));
-  if (!s.complete && s.seconds_since_write && *s.seconds_since_write < 120)
+  if (!s.complete && !end && s.seconds_since_write && *s.seconds_since_write < 120)
     s.notes.push_back(fmt::format("the journal was written {:.0f} s before this report was made: the run may still "
                                   "be going",
                                   *s.seconds_since_write));

@@ -19,11 +19,12 @@ namespace autotune {
 
 // How far the run got, as far as the journal can tell.
 struct RunState {
-  // budget, time or exhausted when the journal shows the run reached its
-  // end; unfinished when it was interrupted or is still going.
+  // How the run ended: its `end` record's reason; in an older journal,
+  // budget, time or exhausted when the trials show it, else unfinished.
   RunEnd stopped_by = RunEnd::unfinished;
   bool complete = false;           // reached its end with nothing left in flight and no torn line
-  std::vector<int> in_flight;      // trials started and never finished
+  std::vector<int> in_flight;      // trials started and never finished, with no end after them
+  std::vector<int> cut_short;      // unfinished when their run ended, and not run again since
   bool torn_last_line = false;     // a write in progress, or the tuner died mid-write
   std::optional<double> seconds_since_write;  // the journal file's age when read
   // Plain words for the page and the terminal: "finished: the trial budget (40) was spent", ...

@@ -150,10 +150,10 @@ std::string trials_panel(const JournalStudy& s) {
       case Phase::control: note = "the control again (drift)"; break;
     }
     if (!j.outcome) {
-      row.push_back(cell("running", std::nullopt, "status-running"));
+      row.push_back(cell(unfinished_status(j), std::nullopt, j.cut_short ? "" : "status-running"));
       for (int k = 0; k < 4; ++k) row.push_back(cell(""));
       row.push_back(cell(fmt::format("started {:.0f}", j.start_time)));
-      row.push_back(cell("started, never finished"));
+      row.push_back(cell(j.cut_short ? "started, cut short when its run ended" : "started, never finished"));
     } else {
       const Outcome& o = *j.outcome;
       row.push_back(cell(to_string(o.status), std::nullopt, status_cell_class(o.status)));

@@ -53,7 +53,7 @@ std::string trials_table(const JournalStudy& s) {
       row.push_back(v ? to_string(*v) : "");
     }
     if (!t->outcome) {
-      row.insert(row.end(), {"running", "", "", "", "", ""});
+      row.insert(row.end(), {unfinished_status(*t), "", "", "", "", ""});
     } else {
       const Outcome& o = *t->outcome;
       row.insert(row.end(), {std::string(to_string(o.status)) + (o.raced() ? " (raced)" : ""),

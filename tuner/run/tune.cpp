@@ -91,6 +91,11 @@ class TuningRun final : public TrialSource, public TrialObserver {
     }
     m_progress.finish();
     m_study.elapsed_s = elapsed();
+    // Journaled, so that the report and a resume read how it ended.
+    guarded([&] {
+      m_journal->ended({std::string(run_end_name(m_study.stopped_by)), m_spec.search.budget_trials,
+                        m_spec.search.budget_seconds, m_study.elapsed_s, m_study.failure});
+    });
     return std::move(m_study);
   }
 

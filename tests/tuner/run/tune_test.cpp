@@ -17,6 +17,7 @@
 #include "tuner/record/emitter.hpp"
 #include "tuner/run/interrupt.hpp"
 #include "tuner/record/journal.hpp"
+#include "tuner/record/journal_study.hpp"
 #include "tuner/run/scheduler.hpp"
 
 #include "tests/tuner/run/tune_test_util.hpp"
@@ -232,6 +233,12 @@ TEST_F(TuneTest, UntilConvergedEndsBoEarlyWithTheSameAnswerAndAGridRunsToItsEnd)
   EXPECT_GT(r.trials.size(), 7u) << "not inside the initial design (d + 1 = 7 points)";
   ASSERT_TRUE(r.best_outcome && whole.best_outcome);
   EXPECT_GE(r.best_outcome->throughput, 0.995 * whole.best_outcome->throughput);
+  // The journal says so: the report reads it, not "cut short".
+  const JournalStudy story = read_journal_study(spec.output.journal);
+  EXPECT_EQ(story.state.stopped_by, RunEnd::converged);
+  EXPECT_TRUE(story.state.complete);
+  ASSERT_FALSE(story.state.notes.empty());
+  EXPECT_NE(story.state.notes.front().find("converged"), std::string::npos) << story.state.notes.front();
 
   Spec grid = make_spec("grid", 0);
   grid.output.journal = m_dir / "grid.journal.jsonl";

@@ -1,0 +1,118 @@
+// One run, one story: the journal records how each run (and each resumed
+// run) ended, and the report reads it, so that after Ctrl-C and --resume,
+// a second --resume, or a new --budget, the report's state, budget and
+// trial table match what happened. Through the binary, as a user meets it.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <sstream>
+#include <string>
+#include <thread>
+
+#include "tests/support/shell.hpp"
+#include "tests/support/test_dir.hpp"
+
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string read(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+std::size_t count(const std::string& text, const std::string& what) {
+  std::size_t n = 0;
+  for (auto p = text.find(what); p != std::string::npos; p = text.find(what, p + 1)) ++n;
+  return n;
+}
+
+class RunStory : public ::testing::Test {
+ protected:
+  void SetUp() override { m_dir = autotune::testing::fresh_test_dir("run_story"); }
+  void TearDown() override { fs::remove_all(m_dir); }
+  autotune::testing::ShellRun run(const std::string& args) {
+    return autotune::testing::run_shell(std::string(AUTOTUNE_BINARY) + " " + args + " 2>&1");
+  }
+  std::string report() { return run("report --text " + (m_dir / "tuned.journal.jsonl").string()).out; }
+  fs::path m_dir;
+};
+
+// Ctrl-C during trial 3 of 4, then --resume, a second --resume and a
+// resume with a larger budget.
+TEST_F(RunStory, InterruptResumeTwiceAndANewBudgetAreToldAsTheyHappened) {
+  const fs::path spec = m_dir / "space.yaml";
+  std::ofstream(spec) << "workload: {kind: synthetic, profile: balanced, noise: 0.02, trial_seconds: 0.4}\n"
+                         "space:\n  batch_size: {values: [16, 32, 64, 128]}\n  num_workers: {range: [0, 4]}\n"
+                         "search: {strategy: random, budget: 4, seed: 5}\n"
+                         "output: {tuned: " << (m_dir / "tuned.yaml").string() << "}\n";
+  const fs::path journal = m_dir / "tuned.journal.jsonl";
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    const std::string cmd = "exec " + std::string(AUTOTUNE_BINARY) + " " + spec.string() + " >/dev/null 2>&1";
+    ::execl("/bin/sh", "sh", "-c", cmd.c_str(), nullptr);
+    ::_exit(127);
+  }
+  // Interrupted while trial 3 runs.
+  const auto limit = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (count(read(journal), "\"type\":\"start\"") < 3 && std::chrono::steady_clock::now() < limit)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  ::kill(pid, SIGINT);
+  int st = 0;
+  ::waitpid(pid, &st, 0);
+  ASSERT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 130) << read(journal);
+  std::string r = report();
+  EXPECT_NE(r.find("NOT FINISHED: interrupted after 2 search trials"), std::string::npos) << r;
+  EXPECT_NE(r.find("1 trial was cut short when the run ended (trial 3)"), std::string::npos) << r;
+  EXPECT_EQ(r.find("running"), std::string::npos) << r;
+  EXPECT_EQ(r.find("may still be going"), std::string::npos) << r;
+
+  auto resumed = run(spec.string() + " --resume");
+  ASSERT_EQ(resumed.status, 0) << resumed.out;
+  r = report();
+  EXPECT_NE(r.find("finished: the trial budget (4) was spent"), std::string::npos) << r;
+  EXPECT_NE(r.find("run again as trial 4"), std::string::npos) << r;
+  EXPECT_EQ(r.find("NOT FINISHED"), std::string::npos) << r;
+  EXPECT_EQ(r.find("cut short"), std::string::npos) << r;
+
+  resumed = run(spec.string() + " --resume");
+  ASSERT_EQ(resumed.status, 0) << resumed.out;
+  EXPECT_EQ(report(), r.substr(0, r.size()));  // nothing new ran: the same story
+  EXPECT_EQ(count(read(journal), "\"type\":\"end\""), 3u);
+
+  resumed = run(spec.string() + " --resume --budget 6");
+  ASSERT_EQ(resumed.status, 0) << resumed.out;
+  r = report();
+  EXPECT_NE(r.find("finished: the trial budget (6) was spent"), std::string::npos) << r;
+  EXPECT_NE(r.find("6 search trials"), std::string::npos) << r;
+}
+
+// A journal from before the `end` record (the same records without it)
+// still reads: its end is inferred from the budget, as it was.
+TEST_F(RunStory, AJournalWithoutEndRecordsStillReads) {
+  const fs::path spec = m_dir / "space.yaml";
+  std::ofstream(spec) << "workload: {kind: synthetic, profile: balanced, noise: 0.02}\n"
+                         "space:\n  batch_size: {values: [16, 32, 64, 128]}\n"
+                         "search: {strategy: random, budget: 3, seed: 5}\n"
+                         "output: {tuned: " << (m_dir / "tuned.yaml").string() << "}\n";
+  ASSERT_EQ(run(spec.string()).status, 0);
+  const fs::path journal = m_dir / "tuned.journal.jsonl";
+  std::istringstream lines(read(journal));
+  std::string older;
+  for (std::string l; std::getline(lines, l);)
+    if (l.find("\"type\":\"end\"") == std::string::npos) older += l + "\n";
+  ASSERT_LT(older.size(), read(journal).size());
+  std::ofstream(journal, std::ios::binary | std::ios::trunc) << older;
+  const std::string r = report();
+  EXPECT_NE(r.find("finished: the trial budget (3) was spent"), std::string::npos) << r;
+  EXPECT_EQ(run(spec.string() + " --resume --budget 4").status, 0);
+  EXPECT_NE(report().find("finished: the trial budget (4) was spent"), std::string::npos) << report();
+}
+
+}  // namespace
