@@ -139,7 +139,9 @@ void print_summary(const Spec& spec, const Study& r) {
   std::cout << "\n";
   if (r.best && r.best_outcome) {
     std::cout << "best:   " << spec.space.to_assignment(*r.best).describe() << "\n";
-    std::cout << fmt::format("        {:.1f} samples/s", r.best_outcome->throughput);
+    const Study::Shown shown = *r.shown();
+    std::cout << fmt::format("        {:.1f} samples/s", shown.answer);
+    if (shown.remeasured) std::cout << fmt::format(" (the median of {} side-by-side runs)", shown.runs);
     if (auto busy = r.best_outcome->metric(metric::gpu_busy)) std::cout << fmt::format(", busy {:.0f}%", *busy * 100);
     std::cout << "\n";
     if (r.nearer_than && r.nearer_than->outcome.throughput > r.best_outcome->throughput)

@@ -168,6 +168,21 @@ std::optional<Study::Speedup> Study::speedup() const {
                  baseline->outcome.throughput, 1, false};
 }
 
+std::optional<Study::Shown> Study::shown() const {
+  if (!best_outcome) return std::nullopt;
+  Shown f;
+  f.answer = best_outcome->throughput;
+  if (baseline && baseline->outcome.ok()) f.baseline = baseline->outcome.throughput;
+  if (const auto x = speedup(); x && x->remeasured) {
+    // The baseline kept over an answer not shown faster: the answer is the baseline.
+    f.answer = kept_baseline_over ? x->baseline : x->answer;
+    f.baseline = x->baseline;
+    f.remeasured = true;
+    f.runs = x->runs;
+  }
+  return f;
+}
+
 std::vector<TrialRecord>* after_search_records(Study& s, Phase phase) {
   switch (phase) {
     case Phase::search: return nullptr;

@@ -107,6 +107,17 @@ struct Study {
     bool not_shown_faster() const { return low && *low <= 1.0; }
   };
   std::optional<Speedup> speedup() const;
+  // The figures every output shows for the answer and the baseline: the
+  // medians of their side-by-side re-measurements where those were made
+  // (`remeasured`), else the answer's own trial and the baseline's. None
+  // without an answer.
+  struct Shown {
+    double answer = 0;
+    std::optional<double> baseline;
+    bool remeasured = false;
+    int runs = 1;
+  };
+  std::optional<Shown> shown() const;
   // After the side-by-side re-measurement: an answer not shown to be faster
   // than the baseline gives way to the baseline (nothing changed is the
   // simplest answer). Sets `kept_baseline_over` to the answer it replaced.

@@ -29,7 +29,8 @@ std::string answer_panel(const JournalStudy& s) {
   const Study& r = s.result;
   if (!r.best || !r.best_outcome)
     return "<p class=\"big\">No configuration ran successfully yet.</p><p>" + html_escape(describe_counts(r)) + "</p>";
-  std::string out = fmt::format("<p class=\"big\">{:.1f} samples/s", r.best_outcome->throughput);
+  const Study::Shown shown = *r.shown();
+  std::string out = fmt::format("<p class=\"big\">{:.1f} samples/s", shown.answer);
   if (auto x = r.speedup())
     out += fmt::format(" &middot; {:.2f}&times; the baseline{}", x->ratio,
                        !x->remeasured ? std::string()
@@ -55,10 +56,12 @@ std::string answer_panel(const JournalStudy& s) {
     if (base) row.push_back(cell(to_string(base->items()[d].second)));
     t.rows.push_back(std::move(row));
   }
-  std::vector<HtmlCell> rate = {cell("samples/s"), cell(fmt::format("{:.1f}", r.best_outcome->throughput))};
+  std::vector<HtmlCell> rate = {
+      cell(shown.remeasured ? fmt::format("samples/s (medians of {} side-by-side runs)", shown.runs) : "samples/s"),
+      cell(fmt::format("{:.1f}", shown.answer))};
   if (base)
-    rate.push_back(cell(r.baseline->outcome.ok() ? fmt::format("{:.1f}", r.baseline->outcome.throughput)
-                                                 : std::string(to_string(r.baseline->outcome.status))));
+    rate.push_back(cell(shown.baseline ? fmt::format("{:.1f}", *shown.baseline)
+                                       : std::string(to_string(r.baseline->outcome.status))));
   t.rows.push_back(std::move(rate));
   out += render_table(t);
   if (!r.baseline)

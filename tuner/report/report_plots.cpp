@@ -183,12 +183,11 @@ std::optional<GnuplotPlot> time_split_plot(const JournalStudy& s) {
     TimeSplit split;
   };
   std::vector<Row> rows;
-  if (s.result.best_outcome)
-    rows.push_back({"answer\\n" + format_rate(s.result.best_outcome->throughput) + "/s",
-                    time_split(*s.result.best_outcome)});
-  if (s.result.baseline && s.result.baseline->outcome.ok())
-    rows.push_back({"baseline\\n" + format_rate(s.result.baseline->outcome.throughput) + "/s",
-                    time_split(s.result.baseline->outcome)});
+  const auto shown = s.result.shown();
+  if (shown)
+    rows.push_back({"answer\\n" + format_rate(shown->answer) + "/s", time_split(*s.result.best_outcome)});
+  if (shown && shown->baseline)
+    rows.push_back({"baseline\\n" + format_rate(*shown->baseline) + "/s", time_split(s.result.baseline->outcome)});
   std::erase_if(rows, [](const Row& r) { return !r.split.known(); });
   if (rows.empty()) return std::nullopt;
   std::string data = "# row wait compute busy\n", tics;

@@ -99,7 +99,7 @@ std::string render_report_text(const JournalStudy& s) {
                        i == 0 ? (s.state.complete ? "finished: " : "NOT FINISHED: ") : "", s.state.notes[i]);
   if (r.best && r.best_outcome) {
     out += "answer:   " + s.spec.space.to_assignment(*r.best).describe() + "\n";
-    out += fmt::format("          {:.1f} samples/s", r.best_outcome->throughput);
+    out += fmt::format("          {:.1f} samples/s", r.shown()->answer);
     if (auto x = r.speedup())
       out += fmt::format(", {:.2f}x the baseline ({:.1f} samples/s: {}){}", x->ratio, x->baseline,
                          s.spec.space.to_assignment(r.baseline->config).describe(),

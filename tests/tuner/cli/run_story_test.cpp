@@ -115,4 +115,31 @@ TEST_F(RunStory, AJournalWithoutEndRecordsStillReads) {
   EXPECT_NE(report().find("finished: the trial budget (4) was spent"), std::string::npos) << report();
 }
 
+// One figure per fact: the answer's search trial read 200 once (selection
+// inflates it); measured again side by side it reads 150 against the
+// baseline's 100. The summary, the text report and the HTML show 150 and
+// 100, never the single 200.
+TEST_F(RunStory, TheAnswersFigureIsTheRemeasuredOneEverywhere) {
+  std::ofstream(m_dir / "job.sh") << "cd " << m_dir.string() << "\n"
+                                  << "if [ \"$AUTOTUNE_X\" = 1 ]; then t=100\n"
+                                     "elif [ -e seen ]; then t=150\n"
+                                     "else touch seen; t=200; fi\n"
+                                     "echo \"{\\\"throughput\\\": $t}\"\n";
+  const fs::path spec = m_dir / "space.yaml";
+  std::ofstream(spec) << "workload: {kind: command, command: \"sh " << (m_dir / "job.sh").string() << "\"}\n"
+                      << "space:\n  x: {values: [1, 2]}\n"
+                         "search: {strategy: grid, budget: 2, explain: false, race: false, remeasure: 3, busy: ignore, "
+                         "initial: [{x: 1}]}\n"
+                         "output: {tuned: " << (m_dir / "tuned.yaml").string() << "}\n";
+  const auto tuned = run(spec.string() + " --report");
+  ASSERT_EQ(tuned.status, 0) << tuned.out;
+  EXPECT_NE(tuned.out.find("150.0 samples/s (the median of 3 side-by-side runs)"), std::string::npos) << tuned.out;
+  EXPECT_NE(tuned.out.find("1.50x the baseline"), std::string::npos) << tuned.out;
+  const std::string text = report();
+  EXPECT_NE(text.find("          150.0 samples/s, 1.50x the baseline (100.0 samples/s"), std::string::npos) << text;
+  const std::string html = read(m_dir / "tuned.report.html");
+  EXPECT_NE(html.find("<p class=\"big\">150.0 samples/s"), std::string::npos);
+  EXPECT_EQ(html.find("<p class=\"big\">200.0"), std::string::npos);
+}
+
 }  // namespace
