@@ -132,6 +132,28 @@ std::optional<FailureReading> read_elastic(const std::vector<std::string_view>& 
                                                              : "")};
 }
 
+// torch.multiprocessing.spawn's report of a rank that died by a signal, from
+// the parent (which stops the other ranks and exits 1): "ProcessExitedException:
+// process 1 terminated with signal SIGSEGV" (the signal's Python name).
+std::optional<FailureReading> read_spawn(const std::vector<std::string_view>& lines) {
+  static const std::regex exited(R"(ProcessExitedException: process (\d+) terminated with signal (SIG[A-Z0-9]+))");
+  for (auto line : lines) {  // last first: the exception ends the traceback
+    std::match_results<std::string_view::const_iterator> m;
+    if (!std::regex_search(line.begin(), line.end(), m, exited)) continue;
+    const std::string name = m[2].str();
+    for (int sig = 1; sig < 65; ++sig) {
+      if (signal_name(sig) != name) continue;
+      const Status s = status_of_signal(sig);
+      return FailureReading{s, fmt::format("torch.multiprocessing.spawn: rank {} terminated with signal {}{}",
+                                           m[1].str(), name,
+                                           s == Status::host_oom ? " (not sent by the tuner: the kernel's OOM killer?)"
+                                                                 : "")};
+    }
+    return std::nullopt;
+  }
+  return std::nullopt;
+}
+
 // A shell reports a job that died by signal N as exit status 128+N and a
 // line with the signal's description (dash: "Killed"; bash: "bash: line 1:
 // 4667 Killed  python3 train.py"). Both must be there: a script that merely
@@ -183,6 +205,7 @@ std::optional<FailureReading> read_reported_failure(std::string_view stderr_tail
   const auto lines = lines_backwards(stderr_tail);
   if (auto r = read_dataloader(lines)) return r;
   if (auto r = read_elastic(lines)) return r;
+  if (auto r = read_spawn(lines)) return r;
   if (via_shell)
     if (auto r = read_shell(lines, exit_code)) return r;
   return std::nullopt;

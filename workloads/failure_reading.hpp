@@ -11,6 +11,8 @@
 //   signal's description ("Killed", "bash: line 1: 4667 Segmentation fault");
 // - torchrun (torch.distributed.elastic) summarises a failed rank as
 //   `exitcode  : -N (pid: P)` and `Signal N (SIGKILL) received by PID P`;
+// - torch.multiprocessing.spawn reports a rank's signal from its parent:
+//   `ProcessExitedException: process R terminated with signal SIGSEGV`;
 // - PyTorch's DataLoader reports a worker's death from the main process:
 //   `DataLoader worker (pid P) is killed by signal: Killed.`,
 //   `DataLoader worker (pid(s) P) exited unexpectedly`, and a worker that

@@ -178,9 +178,10 @@ ExternalRun WarmWorker::run(const ExternalCommand& cmd, const std::map<std::stri
   watched.trial_done = [&, this] {
     std::error_code ec;
     // The script waits for this to go before its first trial's body: the
-    // group's memory now is its start-up's.
-    if (fresh && m_base_rss < 0 && std::filesystem::exists(entered, ec)) {
-      m_base_rss = subproc::group_rss_bytes(m_pid);
+    // group's memory now is its start-up's. Read once; taken away every
+    // time (the ranks of a job that cannot yet tell which is rank 0 each say so).
+    if (fresh && std::filesystem::exists(entered, ec)) {
+      if (m_base_rss < 0) m_base_rss = subproc::group_rss_bytes(m_pid);
       std::filesystem::remove(entered, ec);
     }
     return std::filesystem::exists(ready, ec);

@@ -75,7 +75,9 @@ ExternalRun run_external(const ExternalCommand& cmd, const std::map<std::string,
 // which the script waits for), then `ready-<trial>` once a trial is over
 // and its loader's workers are gone, and waits for `next.json`
 // ({"env": {AUTOTUNE_*...}}) or `stop`; before the next trial it changes
-// back to the folder it started in. Isolation is a cold
+// back to the folder it started in. A job of N ranks is one worker (the
+// launcher's whole tree): its rank 0 alone speaks this protocol, for every
+// rank (python/autotune_trial/_ranks.py). Isolation is a cold
 // trial's: its own process group, the timeout and Ctrl-C kill the group,
 // and a worker that dies mid-trial gives the trial the status a cold
 // trial's death would. A script that never enters trials() exits after its

@@ -7,6 +7,7 @@ import sys
 import time
 
 from ._process import _int_env, _trial_startup, host_bytes
+from ._ranks import add_rank_figures, device, node_id
 from ._results import summary, write_result
 from ._stop_rule import RULE, _rsd, ci90, counted_from, drifting, precise_enough, spread_settled, surely_below
 from ._torch_env import _cuda_in_use, _inline_loader, _is_cuda_oom, _samples_in, _sync, _torch, _workers_idle
@@ -343,21 +344,16 @@ class Meter:
             return
         dist, rank, _ = d
         torch = _torch()
-        device = "cpu"
-        if dist.get_backend() == "nccl":
-            # This rank's GPU: LOCAL_RANK where it names a visible device (many
-            # scripts never call set_device, so current_device() would be 0 on
-            # every rank, which NCCL refuses), else the current device.
-            local = _int_env("LOCAL_RANK")
-            device = torch.device("cuda", local if local < torch.cuda.device_count() else torch.cuda.current_device())
-        flag = torch.tensor([1.0 if rank == 0 and self._local_end is not None else 0.0], device=device)
+        flag = torch.tensor([1.0 if rank == 0 and self._local_end is not None else 0.0], device=device(dist))
         dist.all_reduce(flag, op=dist.ReduceOp.MAX)
         if flag.item() > 0:
-            self._conclude(self._clock())
+            self._conclude(self._clock(), together=True)
 
-    def _conclude(self, now):
+    def _conclude(self, now, together=False):
         """The result, as of `now`; where the rule had ended on this rank first
-        (_local_end), as of that end, whatever came after it."""
+        (_local_end), as of that end, whatever came after it. `together`:
+        every rank concludes at this step (_agree), so they can pool their
+        figures (_pool_ranks)."""
         if self.done:
             return
         if self._local_end is not None:
@@ -426,15 +422,34 @@ class Meter:
         d = self._distributed()
         if d is not None:
             res["world_size"] = d[2]
-            if "throughput" in res:  # this rank's pace; the job moves the data-parallel ranks' sum
-                res["throughput_per_rank"] = res["throughput"]
-                res["throughput"] *= self._ranks_summed()
-            # The ranks on this node share its memory (torchrun says how many).
-            local = _int_env("LOCAL_WORLD_SIZE") or _int_env("OMPI_COMM_WORLD_LOCAL_SIZE")
-            if ram and local > 1:
-                res["ram_bytes_per_rank"] = ram
-                res["ram_bytes"] = ram * local
+            pooled = self._pool_ranks(res, ram) if together else None
+            if pooled is not None:
+                add_rank_figures(res, pooled, self._ranks_summed())
+            else:  # this rank's alone: its pace, the node's memory as its times the ranks there
+                if "throughput" in res:  # the job moves the data-parallel ranks' sum
+                    res["throughput_per_rank"] = res["throughput"]
+                    res["throughput"] *= self._ranks_summed()
+                local = _int_env("LOCAL_WORLD_SIZE") or _int_env("OMPI_COMM_WORLD_LOCAL_SIZE")
+                if ram and local > 1:
+                    res["ram_bytes_per_rank"] = ram
+                    res["ram_bytes"] = ram * local
         self.result = res
+
+    def _pool_ranks(self, res, ram):
+        """Every rank's (pace, data wait, host memory, node) as a list by
+        rank, from one all-reduce (a rank fills its own row); None where the
+        collective fails. Pace 0 and wait -1: the rank timed no window."""
+        dist, rank, world = self._dist
+        torch = _torch()
+        try:
+            rows = torch.zeros(world * 4, dtype=torch.float64, device=device(dist))
+            mine = [res.get("throughput", 0.0), res.get("data_wait_fraction", -1.0), float(ram or 0), node_id()]
+            rows[rank * 4:rank * 4 + 4] = torch.tensor(mine, dtype=torch.float64)
+            dist.all_reduce(rows, op=dist.ReduceOp.SUM)
+            flat = rows.cpu().tolist()
+        except Exception:  # the figures are extra: this rank's own stand
+            return None
+        return [flat[k * 4:k * 4 + 4] for k in range(world)]
 
     def finish(self):
         """Ends the measurement now and returns the result: where the loop

@@ -9,6 +9,7 @@ import time
 
 from ._params import params
 from ._process import _descendants
+from ._handoff import Handoff
 from ._results import _write_atomically
 from ._torch_env import _cuda_in_use, _torch
 
@@ -16,6 +17,7 @@ from ._torch_env import _cuda_in_use, _torch
 _WARM_READY_WAIT_S = 5.0  # at most this long for the last trial's processes to exit (under exit_grace)
 _ENTERED_WAIT_S = 10.0  # at most this long for autotune to read the start-up's memory
 _entered_trials = False
+_LOOPING = "looping"  # in the warm folder: a process of the worker entered trials()
 
 
 def trials(**defaults):
@@ -39,6 +41,11 @@ def trials(**defaults):
     Build what depends on the knobs (the DataLoader, a Trainer) inside the
     loop; the command line's ``{name}`` placeholders keep the first trial's
     values, so read the knobs from ``p``.
+
+    A job started as N ranks (torchrun, ``torch.multiprocessing.spawn``)
+    loops in every rank: each trial's knobs reach every rank, and no rank
+    starts a trial before every rank has finished the last one (_handoff.py).
+    Set up the process group before the loop (its start-up is paid once).
     """
     global _entered_trials
     _entered_trials = True
@@ -46,6 +53,9 @@ def trials(**defaults):
     if not warm_dir:
         yield params(**defaults)
         return
+    # A process of the worker loops here: the launcher's own process (an
+    # mp.spawn parent) that does not is not cold (_warn_if_cold_under_warm).
+    _write_atomically(os.path.join(warm_dir, _LOOPING), "")
     # The environment each trial starts from: the process's, less the first
     # trial's own variables. What a trial's body writes there (transformers
     # sets ACCELERATE_MIXED_PRECISION from TrainingArguments, and accelerate
@@ -54,14 +64,27 @@ def trials(**defaults):
     # A trial that changes folder (os.chdir into its data) leaves the next
     # one where it started, as a cold trial would be.
     started_in = os.getcwd()
-    _say_entered(warm_dir)
+    # Every rank of a launched job loops here; rank 0 speaks for them all
+    # (_handoff.py). The start-up is over once every rank has entered.
+    handoff = Handoff(warm_dir)
+
+    def started():
+        _say_entered(warm_dir)
+        return {}
+
+    if handoff.exchange(started) is None:
+        return
     while True:
         kept = set(_descendants(os.getpid()))  # children from before the trial (not its loader's)
         yield params(**defaults)
         trial = os.environ.get("AUTOTUNE_TRIAL", "")
         _release_trial(kept)
-        _write_atomically(os.path.join(warm_dir, "ready-" + trial), "")
-        message = _next_trial(warm_dir)
+
+        def over_and_next():
+            _write_atomically(os.path.join(warm_dir, "ready-" + trial), "")
+            return _next_trial(warm_dir)
+
+        message = handoff.exchange(over_and_next)
         if message is None:
             return
         _restore_environment(started_with)
@@ -180,9 +203,12 @@ def _next_trial(warm_dir):
 
 
 def _warn_if_cold_under_warm():
-    if os.environ.get("AUTOTUNE_WARM_DIR") and not _entered_trials:
-        print("autotune_trial: warm: true, but this script never entered autotune_trial.trials(): "
-              "each trial starts it anew (cold)", file=sys.stderr, flush=True)
+    warm_dir = os.environ.get("AUTOTUNE_WARM_DIR")
+    # A launcher's own process (an mp.spawn parent) whose ranks looped is not cold.
+    if not warm_dir or _entered_trials or os.path.exists(os.path.join(warm_dir, _LOOPING)):
+        return
+    print("autotune_trial: warm: true, but this script never entered autotune_trial.trials(): "
+          "each trial starts it anew (cold)", file=sys.stderr, flush=True)
 
 
 atexit.register(_warn_if_cold_under_warm)

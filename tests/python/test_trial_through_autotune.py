@@ -93,8 +93,11 @@ class ThroughAutotune(unittest.TestCase):
             m = finished[0]["metrics"]
             self.assertEqual(m["world_size"], 2, m)
             self.assertAlmostEqual(finished[0]["throughput"], 2 * m["throughput_per_rank"], delta=1e-6)
+            # The job moves at its slowest rank's pace; each rank's is kept.
+            self.assertAlmostEqual(m["throughput_per_rank"], min(m["rank0_pace"], m["rank1_pace"]), delta=1e-6)
             self.assertLess(m["measure_seconds"], 1.5, "rank 0 wrote it (rank 1's own rule runs to 2 s)")
-            self.assertAlmostEqual(m["ram_bytes"], 2 * m["ram_bytes_per_rank"], delta=1e-6)
+            # Both ranks' process trees, summed (alike: they run the same code).
+            self.assertAlmostEqual(m["ram_bytes"] / m["ram_bytes_per_rank"], 2, delta=0.2)
 
     @require_torch
     def test_twenty_warm_trials_with_real_dataloaders_leave_no_worker_behind(self):

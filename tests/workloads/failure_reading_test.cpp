@@ -68,6 +68,26 @@ TEST(ReportedFailure, TorchrunSummaryOfAKilledRank) {
   EXPECT_FALSE(read_reported_failure("  exitcode  : 1 (pid: 7)\n", 1, false)) << "a rank that exited 1 is an error";
 }
 
+TEST(ReportedFailure, SpawnsReportOfARankThatDiedByASignal) {
+  const std::string text =
+      "Traceback (most recent call last):\n"
+      "  File \"/usr/lib/python3/dist-packages/torch/multiprocessing/spawn.py\", line 140, in join\n"
+      "    raise ProcessExitedException(\n"
+      "torch.multiprocessing.spawn.ProcessExitedException: process 1 terminated with signal SIGSEGV\n";
+  auto r = read_reported_failure(text, 1, true);
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, Status::crash);
+  EXPECT_NE(r->reason.find("rank 1 terminated with signal SIGSEGV"), std::string::npos) << r->reason;
+
+  r = read_reported_failure("torch.multiprocessing.spawn.ProcessExitedException: process 0 terminated with signal "
+                            "SIGKILL\n", 1, false);
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, Status::host_oom);
+  EXPECT_FALSE(read_reported_failure("torch.multiprocessing.spawn.ProcessExitedException: process 1 terminated "
+                                     "with exit code 3\n", 1, true))
+      << "a rank that exited 3 is an error";
+}
+
 TEST(ReportedFailure, DataLoaderWorkers) {
   auto r = read_reported_failure(
       "RuntimeError: DataLoader worker (pid 1234) is killed by signal: Killed. \n", 1, false);
