@@ -28,6 +28,10 @@ const std::vector<KnobInfo>& knob_table() {
        KnobDomain::precision, "the training precision", 0.0, 0, true},
       {"grad_accum", MemoryUse::none, "", 5, "repeats the same micro-batch", KnobDomain::count,
        "micro-batches per optimizer step", 0.0, 0, true},
+      // Per rank: each process of a data-parallel job has its own pool, and
+      // they all share the node's cores with the loaders' workers.
+      {"threads", MemoryUse::none, "", 6, "intra-op threads of each rank (torch.set_num_threads)", KnobDomain::count,
+       "intra-op threads per rank", 0.0, 0, false, "OMP_NUM_THREADS"},
   };
   return table;
 }

@@ -48,6 +48,11 @@ struct KnobInfo {
   // the loader's rate does not read such a knob (search/surrogate.cpp); a
   // user's own knob is read by it.
   bool compute_only = false;
+  // A variable the job's runtime reads this knob from as it starts (threads:
+  // OMP_NUM_THREADS, which PyTorch, NumPy and MKL size their pools by): a
+  // command trial's environment carries it beside AUTOTUNE_<NAME>, so a
+  // cold trial runs with it before the script's first line; empty: none.
+  std::string_view process_env;
 };
 
 // The table, in recipe order.

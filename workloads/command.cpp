@@ -284,7 +284,12 @@ std::optional<ExternalCommand> CommandWorkload::external_command(const Assignmen
   cmd.argv = {m_shell, "-c", posix_shell(m_shell) ? exec_form(text) : text};
   cmd.cwd = m_cwd;
   cmd.env = m_env;
-  for (const auto& [name, value] : config.items()) cmd.env[autotune_env_name(name)] = to_string(value);
+  for (const auto& [name, value] : config.items()) {
+    cmd.env[autotune_env_name(name)] = to_string(value);
+    // What the runtime reads as it starts (threads: OMP_NUM_THREADS): the knob's value wins over `env:`.
+    if (const KnobInfo* k = find_knob(name); k && !k->process_env.empty())
+      cmd.env[std::string(k->process_env)] = to_string(value);
+  }
   add_trial_identity(cmd, ctx);
   // Racing: the script may stop once it is surely slower (autotune_trial does).
   if (ctx.stop_below > 0) cmd.env["AUTOTUNE_STOP_BELOW"] = fmt::format("{:.6g}", ctx.stop_below);

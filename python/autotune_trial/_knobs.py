@@ -1,7 +1,9 @@
 """The trial's knobs as each framework's keywords: TrainingArguments, a
-Lightning Trainer, a DataLoader."""
+Lightning Trainer, a DataLoader; and the knobs the process itself applies
+(threads)."""
 
 import inspect
+import os
 import sys
 
 from ._precision import _precision, _set_matmul_tf32, _tf32_gpu
@@ -148,3 +150,17 @@ def loader_arguments(p):
     if "pin_memory" in p:
         kw["pin_memory"] = bool(p["pin_memory"])
     return kw
+
+
+def _apply_threads(p):
+    """The trial's ``threads`` (intra-op threads of this rank), where ``p``
+    has one: torch.set_num_threads where the script has imported torch (a
+    warm worker's pool was sized by its first trial's OMP_NUM_THREADS), and
+    OMP_NUM_THREADS for the processes it starts."""
+    n = p.get("threads")
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        return
+    os.environ["OMP_NUM_THREADS"] = str(n)
+    torch = _torch()
+    if torch is not None and torch.get_num_threads() != n:
+        torch.set_num_threads(n)

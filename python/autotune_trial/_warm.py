@@ -10,6 +10,7 @@ import time
 from ._params import params
 from ._process import _descendants
 from ._handoff import Handoff
+from ._knobs import _apply_threads
 from ._results import _write_atomically
 from ._torch_env import _cuda_in_use, _torch
 
@@ -46,12 +47,16 @@ def trials(**defaults):
     loops in every rank: each trial's knobs reach every rank, and no rank
     starts a trial before every rank has finished the last one (_handoff.py).
     Set up the process group before the loop (its start-up is paid once).
+
+    A ``threads`` knob is applied before each trial's body:
+    ``torch.set_num_threads`` in this process (autotune also sets
+    OMP_NUM_THREADS for the job as it starts).
     """
     global _entered_trials
     _entered_trials = True
     warm_dir = os.environ.get("AUTOTUNE_WARM_DIR")
     if not warm_dir:
-        yield params(**defaults)
+        yield _applied(params(**defaults))
         return
     # A process of the worker loops here: the launcher's own process (an
     # mp.spawn parent) that does not is not cold (_warn_if_cold_under_warm).
@@ -76,7 +81,7 @@ def trials(**defaults):
         return
     while True:
         kept = set(_descendants(os.getpid()))  # children from before the trial (not its loader's)
-        yield params(**defaults)
+        yield _applied(params(**defaults))
         trial = os.environ.get("AUTOTUNE_TRIAL", "")
         _release_trial(kept)
 
@@ -94,6 +99,12 @@ def trials(**defaults):
         except OSError:  # the folder is gone: the trial says so itself
             pass
         _reset_peaks()  # the first trial keeps the start-up's peak: it paid it, as a cold trial does
+
+
+def _applied(p):
+    """`p`, with what the process applies itself done (threads)."""
+    _apply_threads(p)
+    return p
 
 
 def _say_entered(warm_dir):

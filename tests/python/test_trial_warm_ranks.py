@@ -41,12 +41,13 @@ def note(name, row):
 
 def run_rank():
     rank = dist.get_rank()
-    note("launches.txt", {"rank": rank, "pid": os.getpid()})
+    note("launches.txt", {"rank": rank, "pid": os.getpid(), "omp": os.environ.get("OMP_NUM_THREADS")})
     model = torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(32, 4))
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
     for p in autotune_trial.trials(batch_size=8, num_workers=0):
         note("ran.txt", {"trial": int(os.environ["AUTOTUNE_TRIAL"]), "rank": rank, "pid": os.getpid(),
-                         "batch_size": p.batch_size, "num_workers": p.num_workers})
+                         "batch_size": p.batch_size, "num_workers": p.num_workers, "threads": p.get("threads"),
+                         "torch_threads": torch.get_num_threads()})
         loader = DataLoader(Ds(), batch_size=p.batch_size, num_workers=p.num_workers)
         with autotune_trial.Meter(p, warmup_s=0.1, window_s=0.05, max_s=0.8) as m:
             for i, x in enumerate(m.batches(loader)):
@@ -197,6 +198,36 @@ class WarmRanks(unittest.TestCase):
     def test_a_torchrun_rank_that_crashes_fails_its_trial_and_the_next_starts_on_a_fresh_launch(self):
         with tempfile.TemporaryDirectory() as d:
             self.check_crash(d, LAUNCHED, command=torchrun(free_port()), says="Signal 11 (SIGSEGV)")
+
+
+    @require_torch
+    def test_threads_reach_every_rank_cold_and_warm(self):
+        # Cold: OMP_NUM_THREADS in the job's environment as it starts; warm:
+        # each trial's torch.set_num_threads in every rank (the pool was
+        # sized by the first trial's).
+        space = ("space:\n  threads: [1, 2]\n  batch_size: [8]\n  num_workers: [0]\n"
+                 "search: {strategy: grid, remeasure: 0, explain: false, race: false, busy: ignore}\n")
+        if not os.environ.get("AUTOTUNE_BINARY"):
+            self.skipTest("AUTOTUNE_BINARY not set (ctest sets it)")
+        for warm in (False, True):
+            with self.subTest(warm=warm), tempfile.TemporaryDirectory() as d:
+                p = tune_in(d, SPAWNED, space, timeout=300, workload_extra=f", warm: {str(warm).lower()}")
+                self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+                finished = finishes(d)
+                self.assertEqual([t["status"] for t in finished], ["ok", "ok"], finished)
+                with open(os.path.join(d, "ran.txt")) as f:
+                    rows = [json.loads(line) for line in f]
+                self.assertEqual(len(rows), 4)
+                for t in finished:
+                    threads = t["config"]["threads"]
+                    ran = [r for r in rows if r["trial"] == t["trial"]]
+                    self.assertEqual(sorted(r["rank"] for r in ran), [0, 1])
+                    for r in ran:
+                        self.assertEqual((r["threads"], r["torch_threads"]), (threads, threads), r)
+                launches = self.launches(d)
+                self.assertEqual(len(launches), 2 if warm else 4)
+                first = str(finished[0]["config"]["threads"])
+                self.assertEqual({r["omp"] for r in launches}, {first} if warm else {"1", "2"})
 
 
 def finishes(folder):

@@ -114,6 +114,19 @@ TEST(CommandWorkload, PlaceholdersAndEnvironment) {
   EXPECT_EQ(dir.read("seen.txt"), "128 bf16 true {x} 128 4 bf16 true 17 mine mine " + dir.path().string() + "\n");
 }
 
+TEST(CommandWorkload, ThreadsReachTheJobAsOmpNumThreadsAsItStarts) {
+  ScratchDir dir;
+  auto out = (dir.path() / "seen.txt").string();
+  // The knob's value wins over `env:` (it is what is being tuned).
+  auto w = make_command("echo \"$AUTOTUNE_THREADS $OMP_NUM_THREADS\" > " + out + "; echo '{\"throughput\": 1}'",
+                        {{"env", std::map<std::string, std::string>{{"OMP_NUM_THREADS", "8"}}}});
+  Assignment a = cfg();
+  a.set("threads", Value{std::int64_t{3}});
+  Outcome o = w->measure(a, ctx_with(5));
+  ASSERT_EQ(o.status, Status::ok) << o.reason;
+  EXPECT_EQ(dir.read("seen.txt"), "3 3\n");
+}
+
 TEST(CommandWorkload, UnknownOrMalformedPlaceholderIsAConfigError) {
   EXPECT_THROW(make_command("train --bs {batch_sise}"), WorkloadConfigError);
   EXPECT_THROW(make_command("train --bs {batch_size"), WorkloadConfigError);

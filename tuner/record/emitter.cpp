@@ -196,11 +196,27 @@ void emit_exports(YAML::Emitter& e, const Assignment& best, const Assignment* ba
       << YAML::Key << "loss_scale" << YAML::Value << 0 << YAML::EndMap;
   e << YAML::EndMap;
 
-  if (prec == "tf32") {
-    e << YAML::Key << "notes" << YAML::Value << YAML::BeginSeq
-      << "tf32: call torch.backends.cuda.matmul.allow_tf32 = True (Lightning: "
-         "torch.set_float32_matmul_precision('high'))"
-      << YAML::EndSeq;
+  // Intra-op threads are each process's own: every rank of the job gets them.
+  const Value* threads = best.find("threads");
+  if (threads) {
+    e << YAML::Key << "environment" << YAML::Value << YAML::Flow << YAML::BeginMap;
+    put("OMP_NUM_THREADS", threads);
+    e << YAML::EndMap;
+    e << YAML::Key << "torch" << YAML::Value << YAML::Flow << YAML::BeginMap;
+    put("set_num_threads", threads);
+    e << YAML::EndMap;
+  }
+
+  if (prec == "tf32" || threads) {
+    e << YAML::Key << "notes" << YAML::Value << YAML::BeginSeq;
+    if (prec == "tf32")
+      e << "tf32: call torch.backends.cuda.matmul.allow_tf32 = True (Lightning: "
+           "torch.set_float32_matmul_precision('high'))";
+    if (threads)
+      e << fmt::format("threads: {} intra-op threads per rank (each process of the job, every rank of torchrun): "
+                       "OMP_NUM_THREADS={} in the job's environment, or torch.set_num_threads({}) in each rank",
+                       to_string(*threads), to_string(*threads), to_string(*threads));
+    e << YAML::EndSeq;
   }
   e << YAML::EndMap;
 }

@@ -158,6 +158,35 @@ TEST_F(TuneTest, TunedYamlReadsBackWithBestBaselineSearchAndExports) {
     EXPECT_EQ(e.path().filename().string().find(".tmp."), std::string::npos);
 }
 
+TEST_F(TuneTest, TheThreadsExportSaysPerRankInTheEnvironmentAndForTorch) {
+  Spec spec = make_spec("grid", 0);
+  using testing::I;
+  spec.space = SearchSpace({{"batch_size", {I(16), I(32)}, Scale::linear}, {"threads", {I(1), I(2), I(4)}, Scale::log}});
+  spec.search.initial = {};
+  // More threads, faster: the answer is 4.
+  Study r = run_tuning(
+      spec,
+      [](const Assignment& a, const TrialContext&) {
+        return Outcome::success(100.0 * static_cast<double>(a.get_int("threads", 0)));
+      },
+      {});
+  YAML::Node y = YAML::Load(render_tuned_yaml(spec, r));
+  ASSERT_EQ(y["best"]["threads"].as<int>(), 4);
+  const auto ex = y["exports"];
+  EXPECT_EQ(ex["environment"]["OMP_NUM_THREADS"].as<int>(), 4);
+  EXPECT_EQ(ex["torch"]["set_num_threads"].as<int>(), 4);
+  ASSERT_TRUE(ex["notes"]);
+  EXPECT_NE(ex["notes"][0].as<std::string>().find("4 intra-op threads per rank"), std::string::npos);
+  EXPECT_FALSE(ex["torch_dataloader"]["num_workers"]);
+  // Without the knob, neither.
+  Spec plain = make_spec("grid", 4);
+  plain.output.journal = m_dir / "plain.journal.jsonl";
+  auto w = synthetic();
+  const YAML::Node ey = YAML::Load(render_tuned_yaml(plain, run_tuning(plain, measure_with(*w), {})))["exports"];
+  EXPECT_FALSE(ey["environment"]);
+  EXPECT_FALSE(ey["torch"]);
+}
+
 TEST_F(TuneTest, NoFeasibleConfigurationGivesANullBest) {
   Spec spec = make_spec("random", 4);
   Study r = run_tuning(

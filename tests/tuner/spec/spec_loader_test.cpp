@@ -81,6 +81,8 @@ const Broken kBroken[] = {
      "space.num_workers.range[0]", "an integer >= 0"},
     {"UnknownPrecision", "workload: {kind: synthetic}\nspace:\n  precision: [fp32, bf61]\n", 3, 21,
      "space.precision[1]", "did you mean 'bf16'?"},
+    {"ZeroThreads", "workload: {kind: synthetic}\nspace:\n  threads: [0, 2]\n", 3, 13, "space.threads[0]",
+     "an integer >= 1"},
     {"PinMemoryNotBoolean", "workload: {kind: synthetic}\nspace:\n  pin_memory: [0, 1]\n", 3, 16,
      "space.pin_memory[0]", "true or false"},
     {"OnlyComments", "# nothing here\n", 1, 1, "", "an empty file"},
