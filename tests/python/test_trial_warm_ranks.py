@@ -230,6 +230,35 @@ class WarmRanks(unittest.TestCase):
                 self.assertEqual({r["omp"] for r in launches}, {first} if warm else {"1", "2"})
 
 
+    def test_processes_that_cannot_yet_tell_their_ranks_each_enter_without_waiting(self):
+        # Two processes of one worker, with no rank known as they enter
+        # trials() (a process group made inside the loop): each says it has
+        # entered, the second after the first was answered, and autotune
+        # answers both (unanswered, a process waits 10 s for it).
+        if not os.environ.get("AUTOTUNE_BINARY"):
+            self.skipTest("AUTOTUNE_BINARY not set (ctest sets it)")
+        job = """
+            import os, sys, time
+            import autotune_trial
+            for p in autotune_trial.trials(batch_size=4):
+                with open("entered.txt", "a") as f:
+                    f.write(f"{time.monotonic() - float(sys.argv[1])}\\n")
+                break
+            """
+        answered = "while [ ! -e entered.txt ]; do sleep 0.01; done"  # the first process's trial began
+        now = f'$({sys.executable} -c "import time; print(time.monotonic())")'
+        command = (f"{sys.executable} job.py {now} & {answered}; {sys.executable} job.py {now}; wait; "
+                   """echo '{"throughput": 1}'""")
+        with tempfile.TemporaryDirectory() as d:
+            p = tune_in(d, job, "space:\n  batch_size: [4]\nsearch: {strategy: grid, remeasure: 0, explain: false}\n",
+                        command=command.replace("'", "''"), workload_extra=", warm: true")
+            self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+            with open(os.path.join(d, "entered.txt")) as f:
+                waits = [float(line) for line in f]
+            self.assertEqual(len(waits), 2)
+            self.assertLess(max(waits), 5.0, waits)
+
+
 def finishes(folder):
     """The journal's finished search trials, in order."""
     with open(os.path.join(folder, "tuned.journal.jsonl")) as f:
