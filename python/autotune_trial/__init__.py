@@ -75,17 +75,18 @@ Under ``torch.distributed`` (torchrun, ``accelerate launch``, DeepSpeed: a
 process group of more than one rank is up by the first step), every rank
 measures, but the ranks leave the loop together: every 4 steps they agree
 (one tiny all-reduce) whether rank 0's rule has ended, so no rank is left
-blocked in the gradients' all-reduce by one that stopped a step earlier. Only
-rank 0 writes the result; its ``throughput`` is the job's, rank 0's pace
-times the data-parallel ranks (``world_size``, or ``Meter(...,
+blocked in the gradients' all-reduce by one that stopped a step earlier. As
+they leave, the ranks pool their figures (one more all-reduce), and only
+rank 0 writes the result; its ``throughput`` is the job's, the slowest
+rank's pace times the data-parallel ranks (``world_size``, or ``Meter(...,
 data_parallel_size=N)`` where tensor- or pipeline-parallel ranks share their
-samples), with ``throughput_per_rank`` and ``world_size`` beside it (a
-rank's out-of-memory is still written as ``oom``, and its exception goes on
-so that the launcher stops the other ranks); its
-``ram_bytes`` counts the ranks on its node (``LOCAL_WORLD_SIZE``, which
-torchrun sets, or Open MPI's ``OMPI_COMM_WORLD_LOCAL_SIZE``) as rank 0's
-process tree each. Every rank must run the meter and mark the same steps: a
-meter on rank 0 alone would wait at its first agreement for the others.
+samples), with ``throughput_per_rank``, ``world_size`` and each rank's pace
+and data wait (``rank<k>_pace``, ``rank<k>_data_wait``, ``rank_slowest``,
+...) beside it (a rank's out-of-memory is still written as ``oom``, and its
+exception goes on so that the launcher stops the other ranks); its
+``ram_bytes`` sums the process trees of the ranks on its node. Every rank
+must run the meter and mark the same steps: a meter on rank 0 alone would
+wait at its first agreement for the others.
 
 A loop that ends before the rule has (a one-shot loader run out, a
 Trainer's max_steps reached) is an ``error`` whose reason names the steps it

@@ -190,7 +190,9 @@ class ThroughAutotune(unittest.TestCase):
             self.assertEqual([t["status"] for t in finished], ["ok"] * 3, finished)
             with open(os.path.join(d, "seen.jsonl")) as f:
                 rows = [json.loads(line) for line in f]
-            self.assertEqual([r["trial"] for r in rows], ["1", "2", "3"])
+            # A drift control (a load that changed mid-run, as under ctest -j2) runs in the worker too.
+            searched = {str(t["trial"]) for t in finished}
+            self.assertEqual([r["trial"] for r in rows if r["trial"] in searched], ["1", "2", "3"])
             self.assertEqual(len({r["pid"] for r in rows}), 1, "the trials share one process")
             for r in rows:
                 self.assertEqual(r["seen"], {"JOB_ADDED": None, "JOB_CHANGED": "before", "JOB_KEPT": "from the script"})

@@ -213,11 +213,11 @@ class WarmRanks(unittest.TestCase):
             with self.subTest(warm=warm), tempfile.TemporaryDirectory() as d:
                 p = tune_in(d, SPAWNED, space, timeout=300, workload_extra=f", warm: {str(warm).lower()}")
                 self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
-                finished = finishes(d)
-                self.assertEqual([t["status"] for t in finished], ["ok", "ok"], finished)
+                finished = finishes(d)  # a drift control (the machine's load changed) runs like the others
+                self.assertEqual([t["status"] for t in finished if not t.get("control")], ["ok", "ok"], finished)
                 with open(os.path.join(d, "ran.txt")) as f:
                     rows = [json.loads(line) for line in f]
-                self.assertEqual(len(rows), 4)
+                self.assertEqual(len(rows), 2 * len(finished))
                 for t in finished:
                     threads = t["config"]["threads"]
                     ran = [r for r in rows if r["trial"] == t["trial"]]
@@ -225,7 +225,7 @@ class WarmRanks(unittest.TestCase):
                     for r in ran:
                         self.assertEqual((r["threads"], r["torch_threads"]), (threads, threads), r)
                 launches = self.launches(d)
-                self.assertEqual(len(launches), 2 if warm else 4)
+                self.assertEqual(len(launches), 2 if warm else 2 * len(finished))
                 first = str(finished[0]["config"]["threads"])
                 self.assertEqual({r["omp"] for r in launches}, {first} if warm else {"1", "2"})
 
