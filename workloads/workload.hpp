@@ -81,6 +81,14 @@ struct Limits {
   double ram_bytes = 0;   // 0 = no limit
 };
 
+// The one rule for the spec's memory limits, for every workload and the
+// scheduler: a trial that ran to its end but measured more device memory
+// (`vram_peak`) or host memory (`ram_peak`) than a limit allows is
+// `invalid`: it does not fit the constraint. A real allocation failure is
+// not judged here: it stays `oom` or `host_oom`. Device memory is judged
+// first; an outcome that is not ok is left as it is.
+void judge_limits(Outcome& o, const Limits& limits, std::optional<double> vram_peak, std::optional<double> ram_peak);
+
 struct TrialContext {
   int trial = 0;                    // 1-based trial number in the run
   std::uint64_t seed = 0;           // per-trial seed for any noise the workload adds
