@@ -3,6 +3,7 @@
 #include "tuner/record/confirm.hpp"
 #include "tuner/record/drift.hpp"
 #include "tuner/record/explain.hpp"
+#include "tuner/record/setup_stop.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -164,7 +165,10 @@ RunState state_of(const std::filesystem::path& path, const Spec& spec, const Jou
   std::set<Config> distinct;
   for (const auto& t : r.trials) distinct.insert(t.config);
   const auto all = spec.space.enumerate();
-  if (search.budget_trials > 0 && static_cast<int>(r.trials.size()) >= search.budget_trials) s.stopped_by = RunEnd::budget;
+  const std::optional<SetupFault> setup = setup_stop(r.trials, search.budget_trials);
+  if (setup) s.stopped_by = RunEnd::setup_failed;
+  else if (search.budget_trials > 0 && static_cast<int>(r.trials.size()) >= search.budget_trials)
+    s.stopped_by = RunEnd::budget;
   else if (search.budget_seconds > 0 && last_time >= search.budget_seconds) s.stopped_by = RunEnd::time;
   else if (all && distinct.size() >= all->size()) s.stopped_by = RunEnd::exhausted;
   else s.stopped_by = RunEnd::unfinished;
@@ -181,7 +185,10 @@ RunState state_of(const std::filesystem::path& path, const Spec& spec, const Jou
     s.seconds_since_write =
         std::chrono::duration<double>(std::filesystem::file_time_type::clock::now() - written).count();
 
-  if (s.stopped_by == RunEnd::budget)
+  if (setup)
+    s.notes.push_back(fmt::format("{}; to fix: {}", describe_setup_stop(*setup, search.budget_trials),
+                                  setup_fix(*setup)));
+  else if (s.stopped_by == RunEnd::budget)
     s.notes.push_back(fmt::format("the trial budget ({}) was spent", search.budget_trials));
   else if (s.stopped_by == RunEnd::time)
     s.notes.push_back(fmt::format("the time budget ({:.0f} s) was spent", search.budget_seconds));
@@ -244,6 +251,8 @@ JournalStudy read_journal_study(const std::filesystem::path& path) {
     s.result.elapsed_s = std::max({s.result.elapsed_s, t.start_time, t.finish_time});
   s.state = state_of(path, s.spec, s.journal, s.result);
   s.result.stopped_by = s.state.stopped_by;
+  if (s.state.stopped_by == RunEnd::setup_failed)
+    s.result.setup_failure = setup_stop(s.result.trials, s.spec.search.budget_trials);
   return s;
 }
 
