@@ -81,7 +81,7 @@ TEST_F(BrokenSetup, CommandNotFoundStopsWithinThreeTrialsAndTheFixedRunGoesAhead
   EXPECT_NE(r.out.find("'no_such_program_4711' was not found"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("to fix: correct the program's name in workload.command"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("stopped: the set-up is broken"), std::string::npos) << r.out;  // the summary
-  EXPECT_EQ(YAML::LoadFile((m_dir / "tuned.yaml").string())["stopped_by"].as<std::string>(), "setup_failed");
+  EXPECT_EQ(YAML::LoadFile((m_dir / "tuned.yaml").string())["search"]["stopped_by"].as<std::string>(), "setup_failed");
   // The report read from the journal says the same.
   const CliRun report = run("report --text " + journal().string());
   EXPECT_EQ(report.status, 0) << report.out;

@@ -284,7 +284,8 @@ TEST(SpecLoader, InitialNeverSuggestsTheTypo) {
   auto custom = load(kHead + "  num_wokers: {values: [0, 2], custom: true}\n" + initial);
   const SpecError* e = error_at_path(custom, "search.initial[0].num_workers");
   ASSERT_NE(e, nullptr) << all_errors(custom);
-  EXPECT_EQ(e->hint, "'num_workers' is a built-in knob that space does not tune: add it to space, or leave it out here");
+  EXPECT_EQ(e->hint,
+            "'num_workers' is a built-in knob that space does not tune: add it to space, or leave it out here");
   EXPECT_EQ(all_errors(custom).find("did you mean 'num_wokers'"), std::string::npos) << all_errors(custom);
 }
 
