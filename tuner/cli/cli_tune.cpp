@@ -234,7 +234,8 @@ void say_setup_stop(const Spec& spec, const Study& r) {
   std::cerr << "autotune: stopped: " << describe_setup_stop(*r.setup_failure, spec.search.budget_trials) << "\n";
   for (const TrialRecord& t : r.trials)
     if (setup_failure_of(t.outcome)) {
-      std::cerr << fmt::format("autotune: trial {} said: {}\n", t.trial, first_line(t.outcome.reason));
+      std::cerr << fmt::format("autotune: trial {} said: {} (its output: {})\n", t.trial, first_line(t.outcome.reason),
+                               (trial_log_folder(spec.output.journal) / fmt::format("trial-{}", t.trial)).string());
       break;
     }
   std::cerr << "autotune: to fix: " << setup_fix(*r.setup_failure) << "\n"
