@@ -23,7 +23,8 @@ void judge_limits(Outcome& o, const Limits& limits, std::optional<double> vram_p
   auto over = [&](std::optional<double> peak, double limit, const char* what, const char* key) {
     if (limit <= 0 || !peak || *peak <= limit) return false;
     o.status = Status::invalid;
-    o.reason = fmt::format("{} {} over the {} limit {}", what, format_bytes(*peak), key, format_bytes(limit));
+    o.reason = fmt::format("{} {} over the limit {} (the spec's {} limit)", what, format_bytes(*peak),
+                           format_bytes(limit), key);
     return true;
   };
   if (!over(vram_peak, limits.vram_bytes, "device memory", "vram")) over(ram_peak, limits.ram_bytes, "host memory", "ram");

@@ -18,6 +18,7 @@ std::string_view run_end_name(RunEnd e) {
     case RunEnd::exhausted: return "exhausted";
     case RunEnd::interrupted: return "interrupted";
     case RunEnd::failed: return "failed";
+    case RunEnd::setup_failed: return "setup_failed";
     case RunEnd::unfinished: break;
   }
   return "unfinished";

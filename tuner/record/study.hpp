@@ -12,6 +12,7 @@
 
 #include "core/outcome.hpp"
 #include "core/space.hpp"
+#include "workloads/setup_failure.hpp"
 
 namespace autotune {
 
@@ -51,7 +52,9 @@ struct KnobRow {
 
 // How a run ended, as tuned.yaml's `stopped_by` names it (run_end_name).
 // `unfinished`: not at an end (still running, or a journal cut short).
-enum class RunEnd { unfinished, budget, time, converged, exhausted, interrupted, failed };
+// `setup_failed`: its first trials failed alike for a broken set-up
+// (tuner/record/setup_stop.hpp), not for their configurations.
+enum class RunEnd { unfinished, budget, time, converged, exhausted, interrupted, failed, setup_failed };
 std::string_view run_end_name(RunEnd e);
 
 struct Study {
@@ -69,6 +72,7 @@ struct Study {
   double elapsed_s = 0;                    // this process plus earlier sessions of the journal
   RunEnd stopped_by = RunEnd::unfinished;
   std::string failure;                     // stopped_by failed: what failed in the tool itself, one line
+  std::optional<SetupFault> setup_failure;  // stopped_by setup_failed: what the first trials failed of
   std::vector<std::string> notes;          // the search's diagnostics (also journaled as notes)
 
   // The throughput of a configuration's ok search trial (0 when none).
