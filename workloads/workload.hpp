@@ -74,6 +74,7 @@ struct ExternalRun {
   int oom_kills_elsewhere = 0; // of those, the kernel log names only processes outside its group: how many
   bool worker_kept = false;    // a warm worker finished the trial and waits for the next (exit_code 0)
   bool worker_replaced = false;  // a warm worker grown too big was replaced before this trial (WarmWorker)
+  bool worker_entered = false;   // a warm worker's script entered autotune_trial.trials() (said `entered`)
 };
 
 struct Limits {
