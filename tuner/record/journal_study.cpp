@@ -109,24 +109,20 @@ std::string decide_answer(const Spec& spec, const JournalContents& j, Study& r) 
     apply_drift_control(r, *control);
   if (strategy)
     for (const auto& t : r.trials) strategy->tell(t.config, t.outcome);
+  std::optional<Config> recommended;
   if (j.recommendation || strategy) {
-    std::optional<Config> recommended;
     if (!j.recommendation) {
       recommended = strategy->recommend();
     } else if (*j.recommendation) {
       recommended = spec.space.from_assignment(**j.recommendation);
       if (!recommended) throw JournalError("the recommended configuration is outside the journal's space");
     }
-    r.settle_answer(recommended);
     rule = fmt::format("the {} strategy's recommendation among the measured configurations", spec.search.strategy);
   } else {
-    r.settle_answer(std::nullopt);
     rule = "the fastest measured (the journal names a strategy this build does not know)";
   }
-  if (!spec.search.initial.empty()) {
-    r.prefer_closest_to(spec.search.initial.front(), spec.space.index_of("precision"));
-    if (r.nearer_than) rule += ", then among those within the noise of it the one closest to the baseline";
-  }
+  r.choose_answer(recommended, spec.search.initial, spec.space.index_of("precision"));
+  if (r.nearer_than) rule += ", then among those within the noise of it the one closest to the baseline";
 
   // The measurements after the search, each where the run kept it.
   for (const auto& t : j.trials)

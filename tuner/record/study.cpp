@@ -169,6 +169,12 @@ std::optional<Study::Speedup> Study::speedup() const {
                  baseline->outcome.throughput, 1, false};
 }
 
+void Study::choose_answer(const std::optional<Config>& recommended, const std::vector<Config>& initial,
+                          std::optional<std::size_t> precision_dim) {
+  settle_answer(recommended);
+  if (!initial.empty()) prefer_closest_to(initial.front(), precision_dim);
+}
+
 std::optional<Study::Shown> Study::shown() const {
   if (!best_outcome) return std::nullopt;
   Shown f;

@@ -90,6 +90,12 @@ struct Study {
   // `nearer_than` to the faster trial it was preferred to, if any.
   void prefer_closest_to(const Config& baseline, std::optional<std::size_t> precision_dim);
   std::optional<TrialRecord> nearer_than;  // the fastest trial, when Occam's answer is another
+  // The search's answer rule, the one tune, compare and the report use:
+  // settle_answer on the strategy's recommendation, then, with a baseline
+  // (`initial`'s first), prefer_closest_to it. Confirmation, explanation
+  // and the side-by-side re-measurement refine it after the search.
+  void choose_answer(const std::optional<Config>& recommended, const std::vector<Config>& initial,
+                     std::optional<std::size_t> precision_dim);
 
   // The answer against the baseline: the medians of their side-by-side
   // re-measurements (search.remeasure) when every one of those is ok, else

@@ -81,9 +81,7 @@ class TuningRun final : public TrialSource, public TrialObserver {
                                            : std::nullopt,
                                m_strategy->name(), elapsed());
       });
-    m_study.settle_answer(recommended);
-    if (!m_spec.search.initial.empty())
-      m_study.prefer_closest_to(m_spec.search.initial.front(), m_space.index_of("precision"));
+    m_study.choose_answer(recommended, m_spec.search.initial, m_space.index_of("precision"));
     // The measurements after the search, each while the run was neither interrupted nor failed.
     auto going_on = [&] {
       return m_study.stopped_by != RunEnd::interrupted && m_study.stopped_by != RunEnd::failed &&
