@@ -376,6 +376,7 @@ nlohmann::json journal_header(const Spec& spec) {
           {"workload_identity", workload_identity(spec)},
           {"parameters", params},
           {"rules", spec.space.rules().rules()},
+          {"rule_facts", spec.space.facts_in_rules()},  // what `ranks`, `cores` in them were
           {"strategy", spec.search.strategy},
           {"seed", spec.search.seed},
           {"budget", {{"trials", spec.search.budget_trials}, {"seconds", spec.search.budget_seconds}}},

@@ -51,7 +51,8 @@ SearchSpace space_of(const JournalContents& j) {
     for (const auto& v : p.at("values")) param.values.push_back(typed_value(v.get<std::string>(), param.name, j));
     params.push_back(std::move(param));
   }
-  SearchSpace space(std::move(params), j.header.value("rules", std::vector<std::string>{}));
+  SearchSpace space(std::move(params), j.header.value("rules", std::vector<std::string>{}),
+                    j.header.value("rule_facts", std::map<std::string, double>{}));
   if (space.hash() != j.header.value("space_hash", ""))
     throw JournalError("the header's parameters do not match its space_hash; not a journal this tool wrote");
   return space;

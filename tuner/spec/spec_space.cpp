@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 
 #include "core/knobs.hpp"
+#include "core/machine.hpp"
 #include "tuner/spec/spec_sections.hpp"
 
 namespace autotune {
@@ -84,6 +85,11 @@ class SpaceReader {
   void read_constraints(const Entry& e);
   void build_space();
   void check_satisfiable();
+  // What the rules may name besides the knobs: the job's data-parallel ranks
+  // on this node and the cores autotune may use here.
+  std::map<std::string, double> rule_facts() const {
+    return {{"ranks", static_cast<double>(m_out.ranks)}, {"cores", static_cast<double>(usable_cores())}};
+  }
   Loc m_effective_batch_loc;
 
   YamlReader& m_r;
@@ -557,15 +563,15 @@ void SpaceReader::build_space() {
     }
   }
   for (std::size_t i = 0; i < m_rules.size(); ++i)
-    if (auto msg = RuleSet::check(m_rules[i], m_out.params)) {
+    if (auto msg = RuleSet::check(m_rules[i], m_out.params, rule_facts())) {
       m_r.fail(m_rule_locs[i], item(m_rules_path, i),
-               "a rule over the parameters (" + join(names_of(m_out.params)) + ")",
+               "a rule over the parameters (" + join(names_of(m_out.params)) + ") and `ranks`, `cores`",
                quote(m_rules[i]) + ": " + *msg);
       ok = false;
     }
   if (!ok) return;
   try {
-    m_space = SearchSpace(m_out.params, m_rules);
+    m_space = SearchSpace(m_out.params, m_rules, rule_facts());
   } catch (const std::exception& ex) {
     m_r.fail({}, "space", "a valid search space", ex.what());
     return;
