@@ -59,8 +59,9 @@ inline constexpr const char* startup_seconds = "startup_seconds";
 
 // A warm trial (workload `warm: true`): 1 on the trial that started its
 // slot's worker (it paid the job's start-up), and 1 when that worker then
-// ended by itself after a good trial (the script never entered
-// autotune_trial.trials(), so every trial runs cold).
+// ended by itself without entering autotune_trial.trials() (after a good
+// trial, or a failed one that never said it entered), so every trial runs
+// cold.
 inline constexpr const char* worker_started = "worker_started";
 inline constexpr const char* warm_ran_cold = "warm_ran_cold";
 // 1 on the trial before which the slot's worker was replaced because its

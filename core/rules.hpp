@@ -4,7 +4,10 @@
 // trial. Integers and booleans are their values; a categorical parameter is the
 // position of its value, and each of its values is a constant with that
 // position, so "precision != fp32" works. Expressions use muParser's syntax
-// (+ - * / ^, comparisons, && ||, min, max, ...).
+// (+ - * / ^, comparisons, && ||, min, max, ...). Facts of the run and the
+// machine may be named too (`ranks`, `cores`: "ranks * (num_workers + 1) <=
+// cores"), given as constants; a parameter of the same name wins.
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -27,13 +30,16 @@ class RuleSet {
 
   // Compiles one rule against the parameters; returns an error message
   // (unknown name, syntax error...) instead of adding it when it is bad.
-  static std::optional<std::string> check(const std::string& expr,
-                                          const std::vector<Parameter>& params);
+  static std::optional<std::string> check(const std::string& expr, const std::vector<Parameter>& params,
+                                          const std::map<std::string, double>& facts = {});
 
   // Throws std::invalid_argument with check()'s message when a rule is bad.
-  RuleSet(std::vector<std::string> rules, const std::vector<Parameter>& params);
+  RuleSet(std::vector<std::string> rules, const std::vector<Parameter>& params,
+          std::map<std::string, double> facts = {});
 
   const std::vector<std::string>& rules() const { return m_rules; }
+  // The facts some rule names.
+  std::map<std::string, double> facts_used() const;
   bool empty() const { return m_rules.empty(); }
 
   // values[i] is the numeric view of parameter i (to_number, or the position
@@ -44,6 +50,7 @@ class RuleSet {
   struct Impl;
   std::vector<std::string> m_rules;
   std::vector<Parameter> m_params;
+  std::map<std::string, double> m_facts;
   std::unique_ptr<Impl> m_impl;
 };
 

@@ -64,7 +64,8 @@ std::optional<double> surrogate_log_offset(const Parameter& p) {
 
 }  // namespace
 
-SearchSpace::SearchSpace(std::vector<Parameter> params, std::vector<std::string> rules)
+SearchSpace::SearchSpace(std::vector<Parameter> params, std::vector<std::string> rules,
+                         std::map<std::string, double> facts)
     : m_params(std::move(params)) {
   std::set<std::string> names;
   for (auto& p : m_params) {
@@ -80,7 +81,7 @@ SearchSpace::SearchSpace(std::vector<Parameter> params, std::vector<std::string>
           throw std::invalid_argument("parameter '" + p.name +
                                       "' is log-scaled but has a value <= 0");
   }
-  m_rules = RuleSet(std::move(rules), m_params);
+  m_rules = RuleSet(std::move(rules), m_params, std::move(facts));
 
   // Positions in [0,1] for ordered parameters; one-hot columns for categoricals.
   m_position.resize(m_params.size());
@@ -247,6 +248,8 @@ std::string SearchSpace::hash() const {
     text += "];";
   }
   for (const auto& r : m_rules.rules()) text += "rule:" + r + ';';
+  // A rule over the machine (`cores`) is another space on another machine.
+  for (const auto& [name, value] : m_rules.facts_used()) text += "fact:" + name + '=' + std::to_string(value) + ';';
   std::uint64_t h = 1469598103934665603ULL;
   for (unsigned char ch : text) {
     h ^= ch;
@@ -257,5 +260,7 @@ std::string SearchSpace::hash() const {
   for (int i = 15; i >= 0; --i, h >>= 4) out[static_cast<std::size_t>(i)] = hex[h & 0xF];
   return out;
 }
+
+std::map<std::string, double> SearchSpace::facts_in_rules() const { return m_rules.facts_used(); }
 
 }  // namespace autotune

@@ -6,6 +6,7 @@
 // space is small enough, samples them with a caller's RNG, lists neighbours for
 // local search, and encodes configurations into [0,1]^D for a surrogate.
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <random>
 #include <string>
@@ -52,7 +53,12 @@ class SearchSpace {
   SearchSpace() = default;
   // Throws std::invalid_argument on an empty domain, a duplicate name, a
   // log-scaled domain with non-positive values, or a bad rule.
-  SearchSpace(std::vector<Parameter> params, std::vector<std::string> rules = {});
+  // `facts`: constants the rules may name besides the parameters (`ranks`,
+  // `cores`; core/rules.hpp).
+  SearchSpace(std::vector<Parameter> params, std::vector<std::string> rules = {},
+              std::map<std::string, double> facts = {});
+  // The facts the rules name (those of `facts` that some rule uses).
+  std::map<std::string, double> facts_in_rules() const;
 
   std::size_t dims() const { return m_params.size(); }
   const std::vector<Parameter>& params() const { return m_params; }

@@ -11,6 +11,7 @@
 
 #include "core/metric_names.hpp"
 #include "workloads/failure_reading.hpp"
+#include "workloads/setup_failure.hpp"
 #include "workloads/subprocess.hpp"
 #include "workloads/workload.hpp"
 
@@ -240,6 +241,11 @@ Outcome Workload::interpret(const ExternalRun& run, const TrialContext& ctx) con
   if (result) collect_metrics(*result, metrics);
   if (auto failed = external_failure(run, ctx, result, after_result)) {
     failed->metrics = std::move(metrics);
+    // A set-up that fails every trial alike (a program or module not found):
+    // said so, for the run to stop on it (tuner/record/setup_stop.hpp).
+    if (failed->status == Status::error && !after_result && !(result && result->contains("status")))
+      if (auto setup = read_setup_failure(run.exit_code, run.stderr_tail, result.has_value()))
+        mark_setup_failure(*failed, *setup);
     return *failed;
   }
   Outcome o = Outcome::success((*result)["throughput"].get<double>());

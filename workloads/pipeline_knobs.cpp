@@ -239,9 +239,7 @@ void check_model_fits_samples(const Options& o, std::string_view kind) {
 }
 
 void mark_if_over_ram_limit(Outcome& o, double ram_bytes, double ram_limit) {
-  if (ram_limit <= 0 || ram_bytes <= ram_limit) return;
-  o.status = Status::invalid;
-  o.reason = fmt::format("peak host memory {} exceeds the ram limit {}", format_bytes(ram_bytes), format_bytes(ram_limit));
+  judge_limits(o, Limits{0, ram_limit}, std::nullopt, ram_bytes);
 }
 
 }  // namespace autotune

@@ -189,6 +189,10 @@ ExternalRun WarmWorker::run(const ExternalCommand& cmd, const std::map<std::stri
   ExternalRun run = subproc::supervise(m_pid, out_r, err_r, nullptr, watched, t0);
   take_result(cmd, run);
   run.worker_replaced = replaced;
+  {
+    std::error_code ec;  // said before (a worker kept from an earlier trial), in this trial, or not yet taken
+    run.worker_entered = !fresh || m_base_rss >= 0 || std::filesystem::exists(entered, ec);
+  }
   if (!fresh && run.peak_ram_bytes > 0) {
     const double base = m_base_rss >= 0 ? m_base_rss : m_first_idle_rss;
     run.peak_ram_bytes = base + std::max(0.0, run.peak_ram_bytes - start_rss);

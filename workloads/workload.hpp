@@ -74,12 +74,21 @@ struct ExternalRun {
   int oom_kills_elsewhere = 0; // of those, the kernel log names only processes outside its group: how many
   bool worker_kept = false;    // a warm worker finished the trial and waits for the next (exit_code 0)
   bool worker_replaced = false;  // a warm worker grown too big was replaced before this trial (WarmWorker)
+  bool worker_entered = false;   // a warm worker's script entered autotune_trial.trials() (said `entered`)
 };
 
 struct Limits {
   double vram_bytes = 0;  // 0 = no limit
   double ram_bytes = 0;   // 0 = no limit
 };
+
+// The one rule for the spec's memory limits, for every workload and the
+// scheduler: a trial that ran to its end but measured more device memory
+// (`vram_peak`) or host memory (`ram_peak`) than a limit allows is
+// `invalid`: it does not fit the constraint. A real allocation failure is
+// not judged here: it stays `oom` or `host_oom`. Device memory is judged
+// first; an outcome that is not ok is left as it is.
+void judge_limits(Outcome& o, const Limits& limits, std::optional<double> vram_peak, std::optional<double> ram_peak);
 
 struct TrialContext {
   int trial = 0;                    // 1-based trial number in the run

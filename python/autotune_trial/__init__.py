@@ -110,6 +110,18 @@ its floor). The knobs as each framework's keywords, only those in ``p``::
     lightning.Trainer(max_steps=10_000, callbacks=[autotune_trial.LightningCallback(p)],
                       **autotune_trial.lightning_arguments(p))
     DataLoader(dataset, **autotune_trial.loader_arguments(p))
+
+After tuning, the same script trains with the answer: ``tuned("tuned.yaml",
+**defaults)`` gives tuned.yaml's ``best:`` over the defaults (the baseline),
+the defaults where there is no file yet, and a trial's own values inside a
+trial, so one line serves the training run and the tuning::
+
+    for p in autotune_trial.trials(**autotune_trial.tuned("tuned.yaml", batch_size=64, grad_accum=4)):
+        ...   # by hand: once, with the answer; under autotune: the trials
+
+In a trial, a knob autotune sets that no ``params()``, ``trials()`` or
+``tuned()`` of the script gave a default (a misspelt name in the space) is
+said once on standard error.
 """
 
 # One module per reason to change; the names scripts and tests use, here.
@@ -121,6 +133,7 @@ from ._params import Params, params  # noqa: F401
 from ._process import host_bytes  # noqa: F401
 from ._results import summary, write_result  # noqa: F401
 from ._stop_rule import RULE, ci90, counted_from, drifting, precise_enough, spread_settled, surely_below  # noqa: F401
+from ._tuned import read_best, tuned  # noqa: F401
 from ._warm import trials  # noqa: F401
 # Internals the tests call (to patch one, patch the module that looks it up).
 from ._knobs import _loader_prefetch_default  # noqa: F401
@@ -128,8 +141,8 @@ from ._precision import _matmul_tf32, _tf32_gpu  # noqa: F401
 from ._stop_rule import _t95  # noqa: F401
 from ._torch_env import _inline_loader, _workers_idle  # noqa: F401
 
-__all__ = ["params", "Params", "trials", "Meter", "RULE", "write_result", "training_arguments", "lightning_arguments",
-           "loader_arguments", "HFCallback", "LightningCallback"]
+__all__ = ["params", "Params", "trials", "tuned", "Meter", "RULE", "write_result", "training_arguments",
+           "lightning_arguments", "loader_arguments", "HFCallback", "LightningCallback"]
 
 
 def __getattr__(name):  # PEP 562: the callbacks exist only where their framework imports

@@ -1,6 +1,8 @@
 """The trial's parameters, typed, from the AUTOTUNE_* environment."""
 
+import difflib
 import os
+import sys
 
 
 _TRUE = ("1", "true", "yes", "on")
@@ -58,13 +60,43 @@ def _is_int(text):
         return False
 
 
+# The knobs this process gave a default for (params(), trials(), tuned()),
+# and those it has been told about: one warning a knob.
+_GIVEN = set()
+_WARNED = set()
+_BUILT_IN = ("batch_size", "num_workers", "prefetch_factor", "pin_memory", "precision", "grad_accum", "threads")
+# Applied whether the script reads them or not (threads: OMP_NUM_THREADS as
+# the job starts, torch.set_num_threads in trials()): never tuned for nothing.
+_APPLIED = ("threads",)
+
+
+def _given_defaults(defaults):
+    _GIVEN.update(defaults)
+
+
+def _warn_no_default(name, what):
+    """Once a knob: `what` (autotune sets it, or tuned.yaml does) for a knob
+    the script gave no default, which it may never read (a misspelt name)."""
+    if _env_name(name) in {_env_name(g) for g in _GIVEN} or name in _WARNED:
+        return
+    _WARNED.add(name)
+    near = difflib.get_close_matches(name, sorted((_GIVEN | set(_BUILT_IN)) - {name}), n=1, cutoff=0.75)
+    hint = f"did you mean {near[0]}? " if near else ""
+    print(f"autotune_trial: {what}, but this script gives {name} no default in params(), trials() or tuned(): "
+          f"{hint}a knob the script never reads is tuned for nothing", file=sys.stderr, flush=True)
+
+
 def params(**defaults):
     """The trial's parameters, typed, from the AUTOTUNE_* environment.
 
     Every keyword is a parameter with its default for a run by hand; its type
     (int, bool, float, str) types the environment's text. Parameters autotune
-    sets that have no default here are included too, typed by their look.
+    sets that have no default here are included too, typed by their look; in a
+    trial, each is said once on standard error unless an earlier params(),
+    trials() or tuned() of this process gave it a default (a misspelt knob in
+    the space is tuned, yet never read).
     """
+    _given_defaults(defaults)
     out = Params()
     for name, default in defaults.items():
         text = os.environ.get(_env_name(name))
@@ -78,4 +110,6 @@ def params(**defaults):
             name = key[len("AUTOTUNE_"):].lower()
             if name and name not in out:
                 out[name] = _parse_like(text, None, name)
+                if "AUTOTUNE_TRIAL" in os.environ and name not in _APPLIED:  # a trial: autotune set it
+                    _warn_no_default(name, f"{key} is set (the knob {name})")
     return out

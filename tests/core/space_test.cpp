@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <map>
 #include <set>
 #include <vector>
 
@@ -65,6 +66,32 @@ TEST(SearchSpace, BadRuleIsRejectedWithItsText) {
   ASSERT_TRUE(err);
   EXPECT_NE(err->find("nonexistent"), std::string::npos);
   EXPECT_THROW(pipeline_space({"batch_size <="}), std::invalid_argument);
+}
+
+// Facts of the run and the machine in the rules: `ranks * (num_workers + 1)
+// <= cores` keeps 2 ranks on 6 cores to 0 or 2 workers each. The space's
+// hash holds the facts its rules name (another machine, another space) and
+// only those.
+TEST(SearchSpace, RulesNameTheRanksAndTheCores) {
+  const auto with = [](double cores) {
+    return SearchSpace(pipeline_space().params(), {"ranks * (num_workers + 1) <= cores"},
+                       {{"ranks", 2}, {"cores", cores}});
+  };
+  const SearchSpace six = with(6);
+  const auto all = six.enumerate();
+  ASSERT_TRUE(all);
+  for (const auto& c : *all) EXPECT_LE(six.to_assignment(c).get_int("num_workers", 99), 2);
+  EXPECT_EQ(all->size(), 4u * 2u * 2u * 2u * 3u);
+  EXPECT_EQ(six.facts_in_rules(), (std::map<std::string, double>{{"cores", 6}, {"ranks", 2}}));
+  EXPECT_NE(six.hash(), with(8).hash());
+  // Facts no rule names change nothing: not the hash either.
+  const SearchSpace plain = pipeline_space({"batch_size <= 64"});
+  const SearchSpace facts(pipeline_space().params(), {"batch_size <= 64"}, {{"ranks", 2}, {"cores", 6}});
+  EXPECT_EQ(plain.hash(), facts.hash());
+  EXPECT_TRUE(facts.facts_in_rules().empty());
+  // Without the facts, the name is unknown.
+  EXPECT_TRUE(RuleSet::check("num_workers <= cores", pipeline_space().params()));
+  EXPECT_FALSE(RuleSet::check("num_workers <= cores", pipeline_space().params(), {{"cores", 6}}));
 }
 
 TEST(SearchSpace, SamplingIsSeededAndValid) {

@@ -18,9 +18,15 @@ data wait would make it most of the time, not under half).
 import json
 import os
 import subprocess
+import sys
 import tempfile
 import textwrap
 import unittest
+
+HELPER_DIR = os.environ.get("AUTOTUNE_PYTHON_DIR",
+                            os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
+sys.path.insert(0, HELPER_DIR)
+import autotune_trial  # noqa: E402 (the reader of tuned.yaml's best, standard library only)
 
 VENV = os.environ.get("AUTOTUNE_FRAMEWORK_VENV",
                       os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "build", "fwvenv"))
@@ -312,6 +318,223 @@ class Lightning(unittest.TestCase):
             with open(os.path.join(d, "imported.txt")) as f:
                 self.assertEqual({line.strip() for line in f}, {'{"lightning": false, "pytorch_lightning": true}'})
 
+
+# Exports: tuned.yaml's exports, written by the binary for a tune, fed to
+# the real classes. The tunes are of a job that measures nothing (a shell
+# line whose throughput doubles for each knob at its target value, so that
+# the grid's answer is the target): quick, and the answer is known.
+def tune_answer(folder, space, target, baseline):
+    """Tunes `space` (its lines) in `folder` towards `target` from
+    `baseline` (the first `initial`); returns tuned.yaml's path."""
+    tests = " ".join(f'[ "$AUTOTUNE_{k.upper()}" = "{str(v).lower()}" ] && t=$((t * 2));' for k, v in target.items())
+    with open(os.path.join(folder, "job.sh"), "w") as f:
+        f.write(f"t=100; {tests} echo \"{{\\\"throughput\\\": $t}}\"\n")
+    initial = ", ".join(f"{k}: {str(v).lower()}" for k, v in baseline.items())
+    with open(os.path.join(folder, "space.yaml"), "w") as f:
+        f.write("workload: {kind: command, command: 'sh job.sh', timeout: 30s}\n"
+                "space:\n" + textwrap.indent(textwrap.dedent(space).strip(), "  ") + "\n"
+                f"search: {{strategy: grid, budget: 100, initial: [{{{initial}}}]}}\n")
+    e = {k: v for k, v in os.environ.items() if not k.startswith("AUTOTUNE_")}
+    p = subprocess.run([os.environ["AUTOTUNE_BINARY"], "--config", "space.yaml"], cwd=folder, env=e,
+                       capture_output=True, text=True, timeout=240)
+    if p.returncode != 0:
+        raise AssertionError(p.stdout + p.stderr)
+    return os.path.join(folder, "tuned.yaml")
+
+
+# Each answer tuned, and what its exports must hold; a knob with one value
+# is declared, so exported, and costs no trial. A: bf16 from fp32, every
+# other knob declared. B: 0 workers from 1 (no prefetch_factor; the
+# Trainer's at 0 workers is a note) at the baseline's precision (no
+# precision keys). C: workers without a prefetch_factor knob.
+ANSWERS = {
+    "A": ("""
+        batch_size: [16]
+        grad_accum: [2]
+        num_workers: [1]
+        prefetch_factor: [4]
+        pin_memory: [true]
+        precision: [fp32, bf16]
+    """, dict(batch_size=16, grad_accum=2, num_workers=1, prefetch_factor=4, pin_memory=True, precision="bf16"),
+        dict(batch_size=16, grad_accum=2, num_workers=1, prefetch_factor=4, pin_memory=True, precision="fp32")),
+    "B": ("""
+        batch_size: [16]
+        grad_accum: [2]
+        num_workers: [0, 1]
+        pin_memory: [false]
+        precision: [fp32]
+    """, dict(batch_size=16, grad_accum=2, num_workers=0, pin_memory=False, precision="fp32"),
+        dict(batch_size=16, grad_accum=2, num_workers=1, pin_memory=False, precision="fp32")),
+    "C": ("""
+        batch_size: [16]
+        num_workers: [0, 2]
+    """, dict(batch_size=16, num_workers=2), dict(batch_size=16, num_workers=0)),
+}
+
+# Run in the venv with every tuned.yaml given: builds each export's class
+# and checks it against the answer (`best`) and against what a trial of the
+# helper built for that configuration (autotune_trial's loader_arguments,
+# training_arguments with HFCallback's fix, lightning_arguments). Prints a
+# line per check; fails with an AssertionError naming the file.
+CHECK = r"""
+import os, sys, tempfile, warnings
+import yaml, torch
+import transformers, lightning
+from torch.utils.data import DataLoader, Dataset
+import autotune_trial
+from autotune_trial._hf import _prefetch_that_works
+warnings.simplefilter("ignore")
+
+class Samples(Dataset):
+    def __len__(self):
+        return 64
+    def __getitem__(self, i):
+        return {"x": torch.zeros(4), "labels": i % 2}
+
+class Model(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.net = torch.nn.Linear(4, 2)
+    def forward(self, x, labels=None):
+        return {"loss": self.net(x).sum()}
+
+def loader_settings(loader):
+    return {k: getattr(loader, k) for k in ("num_workers", "prefetch_factor", "pin_memory", "persistent_workers")}
+
+def check(path):
+    y = yaml.safe_load(open(path))
+    best, ex = y["best"], y["exports"]
+    notes = ex.get("notes") or []
+    precision_moved = best.get("precision", y["baseline"]["config"].get("precision")) != \
+        y["baseline"]["config"].get("precision")
+    where = f"{path}: best {best}, exports {ex}"
+
+    # PyTorch: DataLoader(**torch_dataloader) and the loop's torch_loop.
+    loader = DataLoader(Samples(), **ex["torch_dataloader"])
+    trial = DataLoader(Samples(), **autotune_trial.loader_arguments(best))
+    assert loader.batch_size == best["batch_size"] == trial.batch_size, where
+    assert loader_settings(loader) == loader_settings(trial), (loader_settings(loader), loader_settings(trial), where)
+    assert loader.num_workers == best.get("num_workers", 0), where
+    if "pin_memory" in best:
+        assert loader.pin_memory == best["pin_memory"], where
+    if best.get("num_workers", 0) > 0:
+        assert loader.prefetch_factor == best.get("prefetch_factor", 2), where
+    assert not loader.persistent_workers, where
+    loop = ex["torch_loop"]
+    assert loop.get("optimizer_step_every") == best.get("grad_accum"), where
+    if precision_moved:
+        dtype = loop["autocast_dtype"]
+        with torch.autocast("cpu", dtype=getattr(torch, dtype) if dtype else torch.bfloat16, enabled=dtype is not None):
+            out = torch.nn.Linear(4, 2)(torch.zeros(1, 4)).dtype
+        assert out == {"bf16": torch.bfloat16, "fp32": torch.float32}[best["precision"]], (out, where)
+        assert loop["allow_tf32"] == (best["precision"] == "tf32"), where
+    else:
+        assert "autocast_dtype" not in loop and "allow_tf32" not in loop, where
+    print(path, "torch ok")
+
+    # Hugging Face: TrainingArguments(**hf_training_arguments), its Trainer's loader.
+    out_dir = tempfile.mkdtemp()
+    args = transformers.TrainingArguments(output_dir=out_dir, report_to=[], **ex["hf_training_arguments"])
+    fix = "args.dataloader_prefetch_factor = 2"
+    if best.get("num_workers", 1) == 0 and torch.__version__ < "2":
+        # What the note is for: the Trainer's DataLoader refuses its None here.
+        try:
+            transformers.Trainer(model=Model(), args=args, train_dataset=Samples()).get_train_dataloader()
+            raise AssertionError("no need for the note? " + where)
+        except ValueError as e:
+            assert "prefetch_factor" in str(e), (e, where)
+        assert any(fix in n for n in notes), where
+        args.dataloader_prefetch_factor = 2
+    hf = transformers.Trainer(model=Model(), args=args, train_dataset=Samples())
+    hf_loader = hf.get_train_dataloader()
+    trial_args = transformers.TrainingArguments(output_dir=out_dir, report_to=[],
+                                                **autotune_trial.training_arguments(best))
+    _prefetch_that_works(trial_args)  # as HFCallback does in every trial
+    trial_loader = transformers.Trainer(model=Model(), args=trial_args, train_dataset=Samples()).get_train_dataloader()
+    assert args.per_device_train_batch_size == best["batch_size"] == hf_loader.batch_sampler.batch_size, where
+    assert args.gradient_accumulation_steps == best.get("grad_accum", 1), where
+    assert hf.accelerator.gradient_accumulation_steps == best.get("grad_accum", 1), where
+    assert loader_settings(hf_loader) == loader_settings(trial_loader), (loader_settings(hf_loader), where)
+    assert hf_loader.num_workers == best.get("num_workers", 0), where
+    if "pin_memory" in best:
+        assert hf_loader.pin_memory == best["pin_memory"], where
+    if best.get("num_workers", 0) > 0:
+        assert hf_loader.prefetch_factor == best.get("prefetch_factor", 2), where
+    if precision_moved:
+        for k in ("bf16", "fp16", "tf32"):
+            assert getattr(args, k) == getattr(trial_args, k), (k, where)
+        assert hf.accelerator.mixed_precision == {"bf16": "bf16", "fp32": "no"}[best["precision"]], where
+    else:
+        assert not {"bf16", "fp16", "tf32"} & set(ex["hf_training_arguments"]), where
+    print(path, "transformers ok")
+
+    # Lightning: Trainer(**lightning_trainer).
+    quiet = dict(accelerator="cpu", devices=1, logger=False, enable_checkpointing=False, enable_progress_bar=False,
+                 enable_model_summary=False)
+    trainer = lightning.Trainer(**quiet, **ex["lightning_trainer"])
+    trial_trainer = lightning.Trainer(**quiet, **autotune_trial.lightning_arguments(best))
+    assert trainer.accumulate_grad_batches == best.get("grad_accum", 1) == trial_trainer.accumulate_grad_batches, where
+    if precision_moved:
+        assert trainer.precision == trial_trainer.precision == \
+            {"bf16": "bf16-mixed", "fp32": "32-true"}[best["precision"]], (trainer.precision, where)
+    else:
+        assert "precision" not in ex["lightning_trainer"], where
+    print(path, "lightning ok")
+
+    # DeepSpeed's own config check, where it is installed.
+    try:
+        import deepspeed
+    except ImportError:
+        print(path, "deepspeed not installed")
+        return
+    from deepspeed.runtime.config import DeepSpeedConfig
+    c = DeepSpeedConfig(dict(ex["deepspeed"]))
+    assert c.train_micro_batch_size_per_gpu == best["batch_size"], where
+    assert c.gradient_accumulation_steps == best.get("grad_accum", 1), where
+    if precision_moved:
+        assert c.bfloat16_enabled == (best["precision"] == "bf16") and not c.fp16_enabled, where
+    print(path, "deepspeed ok")
+
+for path in sys.argv[1:]:
+    check(path)
+"""
+
+
+class Exports(unittest.TestCase):
+    def tune_and_check(self, names):
+        """Tunes each answer of ANSWERS in `names` and runs CHECK over their
+        tuned.yaml files in the venv; returns CHECK's output."""
+        with tempfile.TemporaryDirectory() as d:
+            paths = []
+            for name in names:
+                space, target, baseline = ANSWERS[name]
+                folder = os.path.join(d, name)
+                os.makedirs(folder)
+                paths.append(tune_answer(folder, space, target, baseline))
+                with open(paths[-1]) as f:
+                    best = autotune_trial.read_best(f.read())
+                self.assertEqual(best, target, f"{name}: the grid's answer is the target")
+            with open(os.path.join(d, "check.py"), "w") as f:
+                f.write(CHECK)
+            env = {k: v for k, v in os.environ.items() if not k.startswith("AUTOTUNE_")}
+            env["PYTHONPATH"] = HELPER_DIR
+            p = subprocess.run([PYTHON, os.path.join(d, "check.py"), *paths], env=env, capture_output=True,
+                               text=True, timeout=300)
+            self.assertEqual(p.returncode, 0, p.stdout + p.stderr[-5000:])
+            for path in paths:
+                for framework in ("torch", "transformers", "lightning"):
+                    self.assertIn(f"{path} {framework} ok", p.stdout)
+            return p.stdout
+
+    @require_frameworks
+    def test_each_export_builds_its_class_with_the_measured_configuration(self):
+        self.tune_and_check(["A", "B", "C"])
+
+    @require_frameworks
+    def test_the_deepspeed_export_passes_deepspeeds_config_check(self):
+        if subprocess.run([PYTHON, "-c", "import deepspeed"], capture_output=True).returncode != 0:
+            self.skipTest("deepspeed is not installed in the framework venv")
+        self.assertIn("deepspeed ok", self.tune_and_check(["A", "B"]))
 
 if __name__ == "__main__":
     unittest.main()

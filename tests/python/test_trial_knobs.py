@@ -1,6 +1,8 @@
 """What a trial reads: params() from the environment, and the framework
 keywords (training_arguments, lightning_arguments, loader_arguments) built
 from its knobs."""
+import contextlib
+import io
 import os
 import sys
 import types
@@ -29,6 +31,45 @@ class Params(unittest.TestCase):
         self.assertNotIn("result", p)
         with self.assertRaises(AttributeError):
             p.missing
+
+    def test_in_a_trial_a_knob_without_a_default_is_said_once_with_the_name_it_may_mean(self):
+        # num_wokers (a typo in the space) is tuned, yet the script reads
+        # num_workers: said once, whichever call gives no default for it.
+        from autotune_trial import _params
+        env = {"AUTOTUNE_TRIAL": "1", "AUTOTUNE_NUM_WOKERS": "4", "AUTOTUNE_BATCH_SIZE": "8",
+               "AUTOTUNE_IMAGE_SIZE": "224", "AUTOTUNE_PRECISION": "bf16"}
+        saved, given, warned = dict(os.environ), set(_params._GIVEN), set(_params._WARNED)
+        _params._GIVEN.clear()
+        _params._WARNED.clear()
+        err = io.StringIO()
+        try:
+            for k in [k for k in os.environ if k.startswith("AUTOTUNE_")]:
+                del os.environ[k]
+            os.environ.update(env)
+            with contextlib.redirect_stderr(err):
+                first = autotune_trial.params(num_workers=0, batch_size=64, image_size=128)
+                autotune_trial.params(num_workers=0)
+                list(autotune_trial.trials(num_workers=0, precision="fp32"))
+            del os.environ["AUTOTUNE_TRIAL"]
+            with contextlib.redirect_stderr(io.StringIO()) as by_hand:
+                _params._WARNED.clear()
+                autotune_trial.params(batch_size=64)
+        finally:
+            os.environ.clear()
+            os.environ.update(saved)
+            _params._GIVEN.clear()
+            _params._GIVEN.update(given)
+            _params._WARNED.clear()
+            _params._WARNED.update(warned)
+        self.assertEqual(first.num_wokers, 4, "still given to the script")
+        lines = err.getvalue().splitlines()
+        self.assertEqual(len(lines), 2, lines)
+        self.assertIn("AUTOTUNE_NUM_WOKERS is set (the knob num_wokers)", lines[0])
+        self.assertIn("did you mean num_workers?", lines[0])
+        self.assertIn("AUTOTUNE_PRECISION", lines[1], "its default came only later, from trials()")
+        self.assertNotIn("did you mean", lines[1])
+        self.assertNotIn("IMAGE_SIZE", err.getvalue(), "a default in an earlier call")
+        self.assertEqual(by_hand.getvalue(), "", "run by hand, no trial: nothing to say")
 
     def test_a_bad_value_says_which_variable(self):
         os.environ["AUTOTUNE_BATCH_SIZE"] = "sixty"

@@ -22,7 +22,9 @@
 #include "tuner/record/journal_lock.hpp"
 #include "tuner/cli/output_paths.hpp"
 #include "tuner/report/report_html.hpp"
+#include "workloads/failure_reading.hpp"
 #include "tuner/record/same_training.hpp"
+#include "tuner/record/setup_stop.hpp"
 #include "tuner/cli/set_aside.hpp"
 #include "tuner/record/time_split.hpp"
 #include "tuner/record/tuning_time.hpp"
@@ -46,6 +48,7 @@ std::string how_it_stopped(RunEnd stopped_by) {
   if (stopped_by == RunEnd::budget || stopped_by == RunEnd::time) return "stopped by " + name;
   if (stopped_by == RunEnd::exhausted) return "stopped: every valid configuration was measured";
   if (stopped_by == RunEnd::failed) return "stopped: the tool failed";
+  if (stopped_by == RunEnd::setup_failed) return "stopped: the set-up is broken";
   return "stopped: " + name;
 }
 
@@ -231,6 +234,23 @@ void write_report_or_warn(const std::filesystem::path& journal, const std::files
 std::string resume_command() { return command_line_with("--resume", {"--resume", "--fresh"}); }
 std::string fresh_command() { return command_line_with("--fresh", {"--resume", "--fresh"}); }
 
+// A run stopped on a broken set-up: the cause, the fix, and the command
+// that runs again once it is fixed (this run's journal, with no successful
+// trial, is then set aside by itself: keep_earlier_run).
+void say_setup_stop(const Spec& spec, const Study& r) {
+  std::cerr << "autotune: stopped: " << describe_setup_stop(*r.setup_failure, spec.search.budget_trials) << "\n";
+  for (const TrialRecord& t : r.trials)
+    if (setup_failure_of(t.outcome)) {
+      std::cerr << fmt::format("autotune: trial {} said: {} (its output: {})\n", t.trial, first_line(t.outcome.reason),
+                               (trial_log_folder(spec.output.journal) / fmt::format("trial-{}", t.trial)).string());
+      break;
+    }
+  std::cerr << "autotune: to fix: " << setup_fix(*r.setup_failure) << "\n"
+            << fmt::format("autotune: then run again (this run's journal, with no successful trial, is set aside "
+                           "by itself):\n  {}\n",
+                           command_line_with("", {"--resume", "--fresh"}));
+}
+
 // Nothing measured is lost by running again: a journal that holds finished
 // trials is resumed (--resume) or set aside whole (--fresh), never replaced.
 // Returns false (after saying both ways on) when the run must not start.
@@ -240,11 +260,17 @@ bool keep_earlier_run(const Spec& spec, bool fresh) {
   std::error_code ec;
   if (!std::filesystem::exists(journal, ec) || std::filesystem::file_size(journal, ec) == 0) return true;
   try {
-    const std::size_t n = finished_trials(journal);
-    // A run that measured nothing (stopped in its first trial) is moved
-    // aside, never truncated: its trial logs may say why it stopped.
-    if (n == 0) fresh = true;
-    held = fmt::format("holds {} measured trial{} of an earlier run", n, n == 1 ? "" : "s");
+    const JournalTally n = tally_trials(journal);
+    // A run that measured nothing (stopped in its first trial, or every
+    // trial failed: a broken set-up) is moved aside, never truncated: its
+    // trial logs may say why it failed.
+    if (n.ok == 0) {
+      if (n.finished > 0 && !fresh)
+        std::cerr << fmt::format("autotune: {} holds no successful trial ({} failed): starting afresh\n",
+                                 journal.string(), n.finished);
+      fresh = true;
+    }
+    held = fmt::format("holds {} measured trial{} of an earlier run", n.finished, n.finished == 1 ? "" : "s");
     std::ifstream in(journal);
     std::string first;
     std::getline(in, first);
@@ -372,6 +398,10 @@ std::function<int()> add_tune_options(CLI::App& app) {
                                "  {}\n",
                                result.trials.size(), spec->output.journal.string(), resume_command());
       return kExitToolFailure;
+    }
+    if (result.stopped_by == RunEnd::setup_failed && result.setup_failure) {
+      say_setup_stop(*spec, result);
+      return kExitFailure;
     }
     if (result.stopped_by == RunEnd::interrupted)
       std::cerr << fmt::format("autotune: interrupted; the {} finished trials are kept in {}. Carry on with\n  {}\n",

@@ -1,5 +1,7 @@
 // `autotune validate space.yaml`: loads and checks the file, prints
 // the resolved space (domains, size, valid configurations after the rules).
+// With --run-once it also measures the run's first trial once, to check the
+// set-up (the command, its Python, its files) before a session.
 #include <iostream>
 
 #include <fmt/format.h>
@@ -8,14 +10,56 @@
 #include "tuner/cli/cli.hpp"
 #include "tuner/cli/cli_commands.hpp"
 #include "tuner/cli/cli_common.hpp"
+#include "tuner/run/interrupt.hpp"
 #include "tuner/run/machine_load.hpp"
+#include "tuner/run/run_once.hpp"
+#include "workloads/failure_reading.hpp"
+#include "workloads/setup_failure.hpp"
 
 namespace autotune {
+namespace {
+
+// --run-once: the first trial measured, and what it says of the set-up.
+int run_once(const Spec& spec) {
+  auto workload = make_workload_or_report(spec);
+  if (!workload) return kExitBadInput;
+  auto executor = make_executor_or_report(spec, *workload, "autotune validate");
+  if (!executor) return kExitBadInput;
+  install_interrupt_handler();
+  std::cout << fmt::format("run once: {} (the first trial of a run), as autotune would measure it\n",
+                           spec.space.to_assignment(first_trial_config(spec)).describe())
+            << std::flush;
+  const std::optional<Finished> f = run_first_trial_once(spec, *executor);
+  if (!f) {
+    std::cout << "run once: interrupted\n";
+    return kExitInterrupted;
+  }
+  const Outcome& o = f->outcome;
+  if (o.ok()) {
+    std::cout << fmt::format("run once: ok, {:.1f} samples/s in {:.1f}s; nothing was written\n", o.throughput,
+                             o.seconds);
+    return kExitOk;
+  }
+  std::cout << fmt::format("run once: failed ({}) in {:.1f}s: {}\n", to_string(o.status), o.seconds, o.reason);
+  if (const auto setup = setup_failure_of(o))
+    std::cout << "run once: the set-up is broken: " << setup_cause(*setup) << "\n"
+              << "run once: to fix: " << setup_fix(*setup) << "\n";
+  else
+    std::cout << "run once: autotune does not read this failure as a broken set-up; a tuning run would go on to "
+                 "other configurations\n";
+  return kExitFailure;
+}
+
+}  // namespace
 
 std::function<int()> add_validate_command(CLI::App& app) {
   auto config = std::make_shared<std::string>();
+  auto once = std::make_shared<bool>(false);
   app.add_option("config,--config,-c", *config, "the space.yaml to check (default: the embedded default)");
-  return [config]() -> int {
+  app.add_flag("--run-once", *once,
+               "also measure the run's first trial once (the first `initial` configuration, else the strategy's "
+               "first), to check the set-up; writes no journal or tuned.yaml; exit 1 when it fails");
+  return [config, once]() -> int {
     auto spec = load_spec_or_report(*config);
     if (!spec) return kExitBadInput;
     const auto& s = *spec;
@@ -69,6 +113,7 @@ std::function<int()> add_validate_command(CLI::App& app) {
       std::cout << fmt::format("confirm: the {} best measured once more each after the search\n", s.search.confirm);
     if (s.search.parallel > 1) std::cout << fmt::format("parallel: {} trials in flight\n", s.search.parallel);
     std::cout << "output: " << s.output.tuned.string() << " (journal " << s.output.journal.string() << ")\n";
+    if (*once) return run_once(s);
     return kExitOk;
   };
 }

@@ -11,6 +11,7 @@
 #include <set>
 #include <stdexcept>
 #include <string_view>
+#include <vector>
 
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
@@ -128,96 +129,168 @@ void emit_metrics(YAML::Emitter& e, const Outcome& o) {
   e << YAML::EndMap;
 }
 
-// The same configuration in other tools' own keys. Only declared knobs
-// appear; the precision keys only when the answer changes the baseline's
-// precision (the user's own setting stands otherwise: precision is theirs to
-// give, and a tie never moves it).
-void emit_exports(YAML::Emitter& e, const Assignment& best, const Assignment* baseline) {
-  const Value* bs = best.find("batch_size");
-  const Value* workers = best.find("num_workers");
-  const Value* prefetch = best.find("prefetch_factor");  // reset below when it means nothing
-  const Value* pin = best.find("pin_memory");
+// The same configuration in other tools' own keys: every declared knob that
+// shapes the step (grad_accum included) in each tool's own key, and nothing
+// the trials did not run. The precision keys only when the answer changes
+// the baseline's precision (the user's own setting stands otherwise:
+// precision is theirs to give, and a tie never moves it). Where a tool needs
+// a setting that autotune_trial gave it during the trials, the export carries
+// it (python/autotune_trial/_knobs.py, training_arguments), or a note says it
+// when no keyword can.
+struct ExportKnobs {
+  const Value* bs = nullptr;
+  const Value* workers = nullptr;
+  const Value* prefetch = nullptr;  // null where it means nothing (0 workers)
+  const Value* pin = nullptr;
+  const Value* accum = nullptr;
+  const Value* threads = nullptr;  // intra-op threads of each rank
+  std::string prec;  // empty: the answer keeps the baseline's precision (or there is none)
+};
+
+ExportKnobs export_knobs(const Assignment& best, const Assignment* baseline) {
+  ExportKnobs k;
+  k.bs = best.find("batch_size");
+  k.workers = best.find("num_workers");
+  k.prefetch = best.find("prefetch_factor");
+  k.pin = best.find("pin_memory");
+  k.accum = best.find("grad_accum");
+  k.threads = best.find("threads");
+  // PyTorch refuses prefetch_factor when num_workers is 0: the knob table
+  // says when a knob means nothing.
+  if (k.prefetch && !knob_is_active(best, "prefetch_factor")) k.prefetch = nullptr;
   const Value* precision = best.find("precision");
   if (precision && baseline)
     if (const Value* before = baseline->find("precision"); before && *before == *precision) precision = nullptr;
-  const Value* accum = best.find("grad_accum");
-  const std::string prec = precision ? to_string(*precision) : "";
-  // PyTorch refuses prefetch_factor when num_workers is 0: the knob table
-  // says when a knob means nothing.
-  const bool has_workers = workers && to_number(*workers) > 0;
-  if (prefetch && !knob_is_active(best, "prefetch_factor")) prefetch = nullptr;
+  if (precision) k.prec = to_string(*precision);
+  return k;
+}
 
-  // key: value, only for declared knobs.
-  auto put = [&e](const char* key, const Value* v) {
-    if (!v) return;
-    e << YAML::Key << key << YAML::Value;
-    emit_value(e, *v);
-  };
+// key: value, only for declared knobs.
+void put_knob(YAML::Emitter& e, const char* key, const Value* v) {
+  if (!v) return;
+  e << YAML::Key << key << YAML::Value;
+  emit_value(e, *v);
+}
 
-  e << YAML::Key << "exports" << YAML::Value << YAML::BeginMap;
-
+// DataLoader(dataset, **torch_dataloader): the loader's keywords, as
+// autotune_trial.loader_arguments passes them.
+void emit_torch_dataloader(YAML::Emitter& e, const ExportKnobs& k) {
   e << YAML::Key << "torch_dataloader" << YAML::Value << YAML::Flow << YAML::BeginMap;
-  put("batch_size", bs);
-  put("num_workers", workers);
-  put("prefetch_factor", prefetch);
-  if (has_workers) e << YAML::Key << "persistent_workers" << YAML::Value << true;
-  put("pin_memory", pin);
+  put_knob(e, "batch_size", k.bs);
+  put_knob(e, "num_workers", k.workers);
+  put_knob(e, "prefetch_factor", k.prefetch);
+  put_knob(e, "pin_memory", k.pin);
   e << YAML::EndMap;
+}
 
-  e << YAML::Key << "hf_training_arguments" << YAML::Value << YAML::Flow << YAML::BeginMap;
-  put("per_device_train_batch_size", bs);
-  put("gradient_accumulation_steps", accum);
-  put("dataloader_num_workers", workers);
-  put("dataloader_prefetch_factor", prefetch);
-  put("dataloader_pin_memory", pin);
-  if (precision) {  // stated for fp32 too: `bf16: false` overrides a script's own default
-    e << YAML::Key << "bf16" << YAML::Value << (prec == "bf16");
-    e << YAML::Key << "fp16" << YAML::Value << (prec == "fp16");
+// What a plain PyTorch loop does with the rest: step the optimizer every
+// grad_accum micro-batches; autocast's dtype (null: none) and TF32 matmuls.
+void emit_torch_loop(YAML::Emitter& e, const ExportKnobs& k) {
+  e << YAML::Key << "torch_loop" << YAML::Value << YAML::Flow << YAML::BeginMap;
+  put_knob(e, "optimizer_step_every", k.accum);
+  if (!k.prec.empty()) {
+    e << YAML::Key << "autocast_dtype" << YAML::Value;
+    if (k.prec == "bf16") e << "bfloat16";
+    else if (k.prec == "fp16") e << "float16";
+    else e << YAML::Null;
+    e << YAML::Key << "allow_tf32" << YAML::Value << (k.prec == "tf32");
   }
-  if (prec == "tf32") e << YAML::Key << "tf32" << YAML::Value << true;
   e << YAML::EndMap;
+}
 
+void emit_hf_training_arguments(YAML::Emitter& e, const ExportKnobs& k) {
+  const bool has_workers = k.workers && to_number(*k.workers) > 0;
+  e << YAML::Key << "hf_training_arguments" << YAML::Value << YAML::Flow << YAML::BeginMap;
+  put_knob(e, "per_device_train_batch_size", k.bs);
+  put_knob(e, "gradient_accumulation_steps", k.accum);
+  put_knob(e, "dataloader_num_workers", k.workers);
+  if (k.prefetch) put_knob(e, "dataloader_prefetch_factor", k.prefetch);
+  // The Trainer passes its prefetch_factor (None by default) to the
+  // DataLoader, which torch before 2.0 refuses: the helper wrote torch's
+  // default there, which torch 2 uses for None.
+  else if (has_workers) e << YAML::Key << "dataloader_prefetch_factor" << YAML::Value << 2;
+  put_knob(e, "dataloader_pin_memory", k.pin);
+  if (!k.prec.empty()) {  // stated for fp32 too: `bf16: false` overrides a script's own default
+    e << YAML::Key << "bf16" << YAML::Value << (k.prec == "bf16");
+    e << YAML::Key << "fp16" << YAML::Value << (k.prec == "fp16");
+    e << YAML::Key << "tf32" << YAML::Value << (k.prec == "tf32");
+  }
+  e << YAML::EndMap;
+}
+
+void emit_lightning_trainer(YAML::Emitter& e, const ExportKnobs& k) {
   e << YAML::Key << "lightning_trainer" << YAML::Value << YAML::Flow << YAML::BeginMap;
-  if (precision) {
-    const char* lp = prec == "bf16" ? "bf16-mixed" : prec == "fp16" ? "16-mixed" : "32-true";
+  if (!k.prec.empty()) {
+    const char* lp = k.prec == "bf16" ? "bf16-mixed" : k.prec == "fp16" ? "16-mixed" : "32-true";
     e << YAML::Key << "precision" << YAML::Value << lp;
   }
-  put("accumulate_grad_batches", accum);
+  put_knob(e, "accumulate_grad_batches", k.accum);
   e << YAML::EndMap;
+}
 
+void emit_deepspeed(YAML::Emitter& e, const ExportKnobs& k) {
   e << YAML::Key << "deepspeed" << YAML::Value << YAML::Flow << YAML::BeginMap;
-  put("train_micro_batch_size_per_gpu", bs);
-  put("gradient_accumulation_steps", accum);
-  if (prec == "bf16")
-    e << YAML::Key << "bf16" << YAML::Value << YAML::BeginMap << YAML::Key << "enabled" << YAML::Value << true
-      << YAML::EndMap;
-  if (prec == "fp16")
-    e << YAML::Key << "fp16" << YAML::Value << YAML::BeginMap << YAML::Key << "enabled" << YAML::Value << true
-      << YAML::Key << "loss_scale" << YAML::Value << 0 << YAML::EndMap;
+  put_knob(e, "train_micro_batch_size_per_gpu", k.bs);
+  put_knob(e, "gradient_accumulation_steps", k.accum);
+  if (!k.prec.empty()) {  // stated for fp32 too, as above
+    e << YAML::Key << "bf16" << YAML::Value << YAML::BeginMap << YAML::Key << "enabled" << YAML::Value
+      << (k.prec == "bf16") << YAML::EndMap;
+    e << YAML::Key << "fp16" << YAML::Value << YAML::BeginMap << YAML::Key << "enabled" << YAML::Value
+      << (k.prec == "fp16");
+    if (k.prec == "fp16") e << YAML::Key << "loss_scale" << YAML::Value << 0;
+    e << YAML::EndMap;
+  }
   e << YAML::EndMap;
+}
 
-  // Intra-op threads are each process's own: every rank of the job gets them.
-  const Value* threads = best.find("threads");
-  if (threads) {
-    e << YAML::Key << "environment" << YAML::Value << YAML::Flow << YAML::BeginMap;
-    put("OMP_NUM_THREADS", threads);
-    e << YAML::EndMap;
-    e << YAML::Key << "torch" << YAML::Value << YAML::Flow << YAML::BeginMap;
-    put("set_num_threads", threads);
-    e << YAML::EndMap;
-  }
+// Intra-op threads are each process's own: every rank of the job gets them,
+// from its environment as it starts or from torch.set_num_threads.
+void emit_threads(YAML::Emitter& e, const ExportKnobs& k) {
+  if (!k.threads) return;
+  e << YAML::Key << "environment" << YAML::Value << YAML::Flow << YAML::BeginMap;
+  put_knob(e, "OMP_NUM_THREADS", k.threads);
+  e << YAML::EndMap;
+  e << YAML::Key << "torch" << YAML::Value << YAML::Flow << YAML::BeginMap;
+  put_knob(e, "set_num_threads", k.threads);
+  e << YAML::EndMap;
+}
 
-  if (prec == "tf32" || threads) {
-    e << YAML::Key << "notes" << YAML::Value << YAML::BeginSeq;
-    if (prec == "tf32")
-      e << "tf32: call torch.backends.cuda.matmul.allow_tf32 = True (Lightning: "
-           "torch.set_float32_matmul_precision('high'))";
-    if (threads)
-      e << fmt::format("threads: {} intra-op threads per rank (each process of the job, every rank of torchrun): "
-                       "OMP_NUM_THREADS={} in the job's environment, or torch.set_num_threads({}) in each rank",
-                       to_string(*threads), to_string(*threads), to_string(*threads));
-    e << YAML::EndSeq;
+// What no keyword can carry.
+void emit_export_notes(YAML::Emitter& e, const ExportKnobs& k) {
+  std::vector<std::string> notes;
+  if (k.threads) {
+    const std::string n = to_string(*k.threads);
+    notes.push_back(fmt::format("threads: {} intra-op threads per rank (each process of the job, every rank of "
+                                "torchrun): OMP_NUM_THREADS={} in the job's environment, or "
+                                "torch.set_num_threads({}) in each rank",
+                                n, n, n));
   }
+  if (k.prec == "tf32")
+    notes.emplace_back("tf32: call torch.backends.cuda.matmul.allow_tf32 = True (Lightning: "
+                       "torch.set_float32_matmul_precision('high'))");
+  // transformers 4.36-4.38 pass prefetch_factor=None to a DataLoader of 0
+  // workers, which torch before 2.0 refuses, and TrainingArguments refuses
+  // any other value there (autotune_trial's HFCallback sets it as the Trainer is made).
+  if (k.workers && to_number(*k.workers) == 0)
+    notes.emplace_back("hf_training_arguments, with torch before 2.0: after args = TrainingArguments(...), set "
+                       "args.dataloader_prefetch_factor = 2 (at 0 workers TrainingArguments refuses it as a "
+                       "keyword, and the Trainer's DataLoader refuses the None it passes otherwise)");
+  if (notes.empty()) return;
+  e << YAML::Key << "notes" << YAML::Value << YAML::BeginSeq;
+  for (const auto& n : notes) e << Str{n};
+  e << YAML::EndSeq;
+}
+
+void emit_exports(YAML::Emitter& e, const Assignment& best, const Assignment* baseline) {
+  const ExportKnobs k = export_knobs(best, baseline);
+  e << YAML::Key << "exports" << YAML::Value << YAML::BeginMap;
+  emit_torch_dataloader(e, k);
+  emit_torch_loop(e, k);
+  emit_hf_training_arguments(e, k);
+  emit_lightning_trainer(e, k);
+  emit_deepspeed(e, k);
+  emit_threads(e, k);
+  emit_export_notes(e, k);
   e << YAML::EndMap;
 }
 

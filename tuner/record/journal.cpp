@@ -73,11 +73,14 @@ Outcome outcome_from_json(const nlohmann::json& j) {
   return o;
 }
 
-std::size_t finished_trials(const std::filesystem::path& path) {
-  if (!std::filesystem::exists(path)) return 0;
-  const JournalContents j = read_journal(path);
-  return static_cast<std::size_t>(
-      std::count_if(j.trials.begin(), j.trials.end(), [](const JournalTrial& t) { return t.outcome.has_value(); }));
+JournalTally tally_trials(const std::filesystem::path& path) {
+  JournalTally n;
+  if (!std::filesystem::exists(path)) return n;
+  for (const JournalTrial& t : read_journal(path).trials) {
+    n.finished += t.outcome.has_value();
+    n.ok += t.outcome && t.outcome->ok();
+  }
+  return n;
 }
 
 std::filesystem::path trial_log_folder(const std::filesystem::path& journal) {
@@ -373,6 +376,7 @@ nlohmann::json journal_header(const Spec& spec) {
           {"workload_identity", workload_identity(spec)},
           {"parameters", params},
           {"rules", spec.space.rules().rules()},
+          {"rule_facts", spec.space.facts_in_rules()},  // what `ranks`, `cores` in them were
           {"strategy", spec.search.strategy},
           {"seed", spec.search.seed},
           {"budget", {{"trials", spec.search.budget_trials}, {"seconds", spec.search.budget_seconds}}},

@@ -90,8 +90,13 @@ struct JournalError : std::runtime_error {
 JournalContents read_journal(const std::filesystem::path& path);
 
 // The trials of the journal at `path` that finished (a measurement, confirmations
-// included); 0 when there is no such file. Throws JournalError as read_journal.
-std::size_t finished_trials(const std::filesystem::path& path);
+// included), and how many of those measured (status ok); 0 when there is no
+// such file. Throws JournalError as read_journal.
+struct JournalTally {
+  std::size_t finished = 0;
+  std::size_t ok = 0;
+};
+JournalTally tally_trials(const std::filesystem::path& path);
 
 // The folder that holds the trial logs of the run journaled at `journal`:
 // `<dir>/<stem>.trials` (tuned.journal.jsonl -> tuned.journal.trials).

@@ -3,6 +3,7 @@
 #include "tuner/record/confirm.hpp"
 #include "tuner/record/drift.hpp"
 #include "tuner/record/explain.hpp"
+#include "tuner/record/setup_stop.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -50,7 +51,8 @@ SearchSpace space_of(const JournalContents& j) {
     for (const auto& v : p.at("values")) param.values.push_back(typed_value(v.get<std::string>(), param.name, j));
     params.push_back(std::move(param));
   }
-  SearchSpace space(std::move(params), j.header.value("rules", std::vector<std::string>{}));
+  SearchSpace space(std::move(params), j.header.value("rules", std::vector<std::string>{}),
+                    j.header.value("rule_facts", std::map<std::string, double>{}));
   if (space.hash() != j.header.value("space_hash", ""))
     throw JournalError("the header's parameters do not match its space_hash; not a journal this tool wrote");
   return space;
@@ -108,24 +110,20 @@ std::string decide_answer(const Spec& spec, const JournalContents& j, Study& r) 
     apply_drift_control(r, *control);
   if (strategy)
     for (const auto& t : r.trials) strategy->tell(t.config, t.outcome);
+  std::optional<Config> recommended;
   if (j.recommendation || strategy) {
-    std::optional<Config> recommended;
     if (!j.recommendation) {
       recommended = strategy->recommend();
     } else if (*j.recommendation) {
       recommended = spec.space.from_assignment(**j.recommendation);
       if (!recommended) throw JournalError("the recommended configuration is outside the journal's space");
     }
-    r.settle_answer(recommended);
     rule = fmt::format("the {} strategy's recommendation among the measured configurations", spec.search.strategy);
   } else {
-    r.settle_answer(std::nullopt);
     rule = "the fastest measured (the journal names a strategy this build does not know)";
   }
-  if (!spec.search.initial.empty()) {
-    r.prefer_closest_to(spec.search.initial.front(), spec.space.index_of("precision"));
-    if (r.nearer_than) rule += ", then among those within the noise of it the one closest to the baseline";
-  }
+  r.choose_answer(recommended, spec.search.initial, spec.space.index_of("precision"));
+  if (r.nearer_than) rule += ", then among those within the noise of it the one closest to the baseline";
 
   // The measurements after the search, each where the run kept it.
   for (const auto& t : j.trials)
@@ -174,11 +172,15 @@ RunState state_of(const std::filesystem::path& path, const Spec& spec, const Jou
   std::set<Config> distinct;
   for (const auto& t : r.trials) distinct.insert(t.config);
   const auto all = spec.space.enumerate();
+  const std::optional<SetupFault> setup = setup_stop(r.trials, search.budget_trials);
   if (end) {
     static constexpr RunEnd kEnds[] = {RunEnd::budget,      RunEnd::time,        RunEnd::converged,
-                                       RunEnd::exhausted,   RunEnd::interrupted, RunEnd::failed};
+                                       RunEnd::exhausted,   RunEnd::interrupted, RunEnd::failed,
+                                       RunEnd::setup_failed};
     for (RunEnd e : kEnds)
       if (run_end_name(e) == end->reason) s.stopped_by = e;
+  } else if (setup) {
+    s.stopped_by = RunEnd::setup_failed;
   } else if (search.budget_trials > 0 && static_cast<int>(r.trials.size()) >= search.budget_trials) {
     s.stopped_by = RunEnd::budget;
   } else if (search.budget_seconds > 0 && last_time >= search.budget_seconds) {
@@ -189,7 +191,7 @@ RunState state_of(const std::filesystem::path& path, const Spec& spec, const Jou
     s.stopped_by = RunEnd::unfinished;
   }
   const bool ended_whole = s.stopped_by != RunEnd::unfinished && s.stopped_by != RunEnd::interrupted &&
-                           s.stopped_by != RunEnd::failed;
+                           s.stopped_by != RunEnd::failed && s.stopped_by != RunEnd::setup_failed;
   const std::size_t confirm_due =
       std::min<std::size_t>(static_cast<std::size_t>(std::max(0, search.confirm)),
                             static_cast<std::size_t>(std::count_if(r.trials.begin(), r.trials.end(),
@@ -203,7 +205,10 @@ RunState state_of(const std::filesystem::path& path, const Spec& spec, const Jou
     s.seconds_since_write =
         std::chrono::duration<double>(std::filesystem::file_time_type::clock::now() - written).count();
 
-  if (s.stopped_by == RunEnd::budget)
+  if (setup && s.stopped_by == RunEnd::setup_failed)
+    s.notes.push_back(fmt::format("{}; to fix: {}", describe_setup_stop(*setup, search.budget_trials),
+                                  setup_fix(*setup)));
+  else if (s.stopped_by == RunEnd::budget)
     s.notes.push_back(fmt::format("the trial budget ({}) was spent", search.budget_trials));
   else if (s.stopped_by == RunEnd::time)
     s.notes.push_back(fmt::format("the time budget ({:.0f} s) was spent", search.budget_seconds));
@@ -281,6 +286,8 @@ JournalStudy read_journal_study(const std::filesystem::path& path) {
     s.result.elapsed_s = std::max({s.result.elapsed_s, t.start_time, t.finish_time});
   s.state = state_of(path, s.spec, s.journal, s.result);
   s.result.stopped_by = s.state.stopped_by;
+  if (s.state.stopped_by == RunEnd::setup_failed)
+    s.result.setup_failure = setup_stop(s.result.trials, s.spec.search.budget_trials);
   return s;
 }
 

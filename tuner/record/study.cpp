@@ -18,6 +18,7 @@ std::string_view run_end_name(RunEnd e) {
     case RunEnd::exhausted: return "exhausted";
     case RunEnd::interrupted: return "interrupted";
     case RunEnd::failed: return "failed";
+    case RunEnd::setup_failed: return "setup_failed";
     case RunEnd::unfinished: break;
   }
   return "unfinished";
@@ -166,6 +167,12 @@ std::optional<Study::Speedup> Study::speedup() const {
   if (baseline->outcome.throughput <= 0) return std::nullopt;
   return Speedup{best_outcome->throughput / baseline->outcome.throughput, best_outcome->throughput,
                  baseline->outcome.throughput, 1, false};
+}
+
+void Study::choose_answer(const std::optional<Config>& recommended, const std::vector<Config>& initial,
+                          std::optional<std::size_t> precision_dim) {
+  settle_answer(recommended);
+  if (!initial.empty()) prefer_closest_to(initial.front(), precision_dim);
 }
 
 std::optional<Study::Shown> Study::shown() const {

@@ -12,6 +12,7 @@
 
 #include "core/outcome.hpp"
 #include "core/space.hpp"
+#include "workloads/setup_failure.hpp"
 
 namespace autotune {
 
@@ -51,7 +52,9 @@ struct KnobRow {
 
 // How a run ended, as tuned.yaml's `stopped_by` names it (run_end_name).
 // `unfinished`: not at an end (still running, or a journal cut short).
-enum class RunEnd { unfinished, budget, time, converged, exhausted, interrupted, failed };
+// `setup_failed`: its first trials failed alike for a broken set-up
+// (tuner/record/setup_stop.hpp), not for their configurations.
+enum class RunEnd { unfinished, budget, time, converged, exhausted, interrupted, failed, setup_failed };
 std::string_view run_end_name(RunEnd e);
 
 struct Study {
@@ -69,6 +72,7 @@ struct Study {
   double elapsed_s = 0;                    // this process plus earlier sessions of the journal
   RunEnd stopped_by = RunEnd::unfinished;
   std::string failure;                     // stopped_by failed: what failed in the tool itself, one line
+  std::optional<SetupFault> setup_failure;  // stopped_by setup_failed: what the first trials failed of
   std::vector<std::string> notes;          // the search's diagnostics (also journaled as notes)
 
   // The throughput of a configuration's ok search trial (0 when none).
@@ -86,6 +90,12 @@ struct Study {
   // `nearer_than` to the faster trial it was preferred to, if any.
   void prefer_closest_to(const Config& baseline, std::optional<std::size_t> precision_dim);
   std::optional<TrialRecord> nearer_than;  // the fastest trial, when Occam's answer is another
+  // The search's answer rule, the one tune, compare and the report use:
+  // settle_answer on the strategy's recommendation, then, with a baseline
+  // (`initial`'s first), prefer_closest_to it. Confirmation, explanation
+  // and the side-by-side re-measurement refine it after the search.
+  void choose_answer(const std::optional<Config>& recommended, const std::vector<Config>& initial,
+                     std::optional<std::size_t> precision_dim);
 
   // The answer against the baseline: the medians of their side-by-side
   // re-measurements (search.remeasure) when every one of those is ok, else

@@ -187,7 +187,7 @@ class CompareRun final : public TrialSource, public TrialObserver {
     row.proposed_as = f.proposal.proposed_as;
     if (o.ok())
       if (auto it = m_truth.find(c); it != m_truth.end()) row.trial_true = it->second;
-    m_study.settle_answer(m_strategy->recommend());
+    m_study.choose_answer(m_strategy->recommend(), m_options.initial, m_space.index_of("precision"));
     row.recommended_true = answer_true();
     row.answer = m_study.best ? m_space.to_assignment(*m_study.best).describe() : std::string();
     m_result.trials.push_back(row);

@@ -178,13 +178,6 @@ GpuOthers foreign_gpu_use(const GpuSnapshot& s, std::string_view devices) {
   return out;
 }
 
-int usable_cores() {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  if (::sched_getaffinity(0, sizeof set, &set) == 0) return std::max(1, CPU_COUNT(&set));
-  return std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
-}
-
 std::optional<double> sample_foreign_cores(double seconds) {
   const LoadSnapshot a = take_load_snapshot();
   std::this_thread::sleep_for(std::chrono::duration<double>(seconds));

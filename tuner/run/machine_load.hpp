@@ -18,6 +18,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/machine.hpp"  // usable_cores
 #include "core/metric_names.hpp"
 
 namespace autotune {
@@ -61,8 +62,6 @@ struct GpuOthers {
 };
 GpuOthers foreign_gpu_use(const GpuSnapshot& s, std::string_view devices);
 
-// The cores this process may run on (its affinity), at least 1.
-int usable_cores();
 
 // A look at the machine over `seconds` (a blocking sample).
 std::optional<double> sample_foreign_cores(double seconds);

@@ -69,10 +69,12 @@ class ProcessRunner final : public TrialRunner {
     } catch (const std::exception& e) {
       return Outcome::failure(Status::error, std::string("workload threw: ") + e.what());
     }
-    if (cmd && cmd->warm) return warm(*cmd, ctx, opt, [&](const ExternalRun& run) { return m_w.interpret(run, ctx); });
+    if (cmd && cmd->warm)
+      return warm(*cmd, ctx, opt, [&](const ExternalRun& run) { return m_w.interpret(run, ctx); }, true);
     if (!cmd && m_builtin)  // the cpu and cuda harness in its warm worker: the wire line in the result file
       return warm(builtin_worker_command(*m_builtin, config, ctx), ctx, opt,
-                  [&](const ExternalRun& run) { return outcome_from_wire(run, run.result.value_or(""), ctx); });
+                  [&](const ExternalRun& run) { return outcome_from_wire(run, run.result.value_or(""), ctx); },
+                  false);
     if (cmd) {
       const ExternalRun run = run_external(*cmd, ctx.env, opt);
       return with_run_facts(m_w.interpret(run, ctx), run);
@@ -92,8 +94,10 @@ class ProcessRunner final : public TrialRunner {
   // A trial in its slot's warm worker (one per slot: a slot runs one trial
   // at a time). The trial that starts a worker pays its start-up
   // (worker_started); after any failed trial the worker is replaced.
+  // `says_entered`: the worker is a script whose autotune_trial.trials()
+  // says when it is entered (the built-in harness's worker does not).
   Outcome warm(const ExternalCommand& cmd, const TrialContext& ctx, const ChildOptions& opt,
-               const std::function<Outcome(const ExternalRun&)>& interpret) {
+               const std::function<Outcome(const ExternalRun&)>& interpret, bool says_entered) {
     WarmWorker* worker = nullptr;
     {
       const std::lock_guard<std::mutex> lock(m_workers_mutex);
@@ -106,8 +110,12 @@ class ProcessRunner final : public TrialRunner {
     const bool fresh = !alive || run.worker_replaced;
     Outcome o = with_run_facts(interpret(run), run);
     if (fresh && run.spawn_error.empty()) o.metrics[metric::worker_started] = 1;
-    // Exited by itself after a good trial: the script never entered trials().
-    if (fresh && !run.worker_kept && o.ok() && run.spawn_error.empty()) o.metrics[metric::warm_ran_cold] = 1;
+    // The script never entered trials(): a good trial's worker exits by
+    // itself; a failed one's never said it entered (a script that writes no
+    // result at all is told so too, not only one that measures itself).
+    const bool ended_by_itself = run.spawn_error.empty() && !run.timed_out && !run.cancelled;
+    if (fresh && !run.worker_kept && ended_by_itself && (o.ok() || (says_entered && !run.worker_entered)))
+      o.metrics[metric::warm_ran_cold] = 1;
     if (!o.ok()) worker->stop();
     return o;
   }

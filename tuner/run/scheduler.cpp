@@ -40,16 +40,7 @@ TrialContext make_trial_context(const TrialSettings& s, int trial, std::uint64_t
 }
 
 Outcome apply_limits(Outcome o, const Limits& limits) {
-  if (!o.ok()) return o;
-  auto over = [&](const char* key, double limit, const char* name) {
-    if (limit <= 0) return false;
-    auto v = o.metric(key);
-    if (!v || *v <= limit) return false;
-    o.status = Status::invalid;
-    o.reason = fmt::format("{} {} over the limit {}", name, format_bytes(*v), format_bytes(limit));
-    return true;
-  };
-  if (!over("vram_bytes", limits.vram_bytes, "device memory")) over("ram_bytes", limits.ram_bytes, "host memory");
+  judge_limits(o, limits, o.metric(metric::vram_bytes), o.metric(metric::ram_bytes));
   return o;
 }
 

@@ -18,6 +18,7 @@
 #include "tuner/record/journal.hpp"
 #include "tuner/run/progress.hpp"
 #include "tuner/record/racing.hpp"
+#include "tuner/record/setup_stop.hpp"
 #include "tuner/run/runner.hpp"
 #include "tuner/run/scheduler.hpp"
 #include "workloads/failure_reading.hpp"
@@ -66,6 +67,9 @@ class TuningRun final : public TrialSource, public TrialObserver {
     guarded([&] {
       m_started = static_cast<int>(m_study.trials.size());
       m_study.stopped_by = m_driver->run(*this);
+      // Trials in flight when the budget ran out may show the broken set-up.
+      if (m_study.setup_failure && m_study.stopped_by != RunEnd::interrupted)
+        m_study.stopped_by = RunEnd::setup_failed;
       release_held();
     });
     std::optional<Config> recommended;
@@ -77,11 +81,12 @@ class TuningRun final : public TrialSource, public TrialObserver {
                                            : std::nullopt,
                                m_strategy->name(), elapsed());
       });
-    m_study.settle_answer(recommended);
-    if (!m_spec.search.initial.empty())
-      m_study.prefer_closest_to(m_spec.search.initial.front(), m_space.index_of("precision"));
+    m_study.choose_answer(recommended, m_spec.search.initial, m_space.index_of("precision"));
     // The measurements after the search, each while the run was neither interrupted nor failed.
-    auto going_on = [&] { return m_study.stopped_by != RunEnd::interrupted && m_study.stopped_by != RunEnd::failed; };
+    auto going_on = [&] {
+      return m_study.stopped_by != RunEnd::interrupted && m_study.stopped_by != RunEnd::failed &&
+             m_study.stopped_by != RunEnd::setup_failed;
+    };
     if (m_spec.search.confirm > 0 && going_on()) guarded([&] { confirm(); });
     if (!m_spec.search.initial.empty()) m_study.find_baseline(m_spec.search.initial.front());
     if (m_spec.search.explain && going_on()) guarded([&] { explain(); });
@@ -101,6 +106,7 @@ class TuningRun final : public TrialSource, public TrialObserver {
 
   // The source: re-runs first, then the strategy.
   std::optional<RunEnd> stop_reason() override {
+    if (m_study.setup_failure) return RunEnd::setup_failed;
     if (m_spec.search.budget_trials > 0 && m_started >= m_spec.search.budget_trials) return RunEnd::budget;
     if (m_spec.search.budget_seconds > 0 && elapsed() >= m_spec.search.budget_seconds) return RunEnd::time;
     if (m_spec.search.until_converged && m_strategy->converged()) return RunEnd::converged;
@@ -234,6 +240,7 @@ class TuningRun final : public TrialSource, public TrialObserver {
     }
     if (f.proposal.phase != Phase::search) return;
     m_study.trials.push_back({f.trial, f.proposal.config, f.outcome, false});
+    if (!m_study.setup_failure) m_study.setup_failure = setup_stop(m_study.trials, m_spec.search.budget_trials);
     m_progress.trial(m_study.trials.back(), best_of(m_study.trials.back()), elapsed(), ++m_done);
     if (f.outcome.metric(metric::warm_ran_cold).value_or(0) > 0 && !m_said_cold) {
       m_said_cold = true;

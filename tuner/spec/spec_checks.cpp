@@ -15,8 +15,6 @@
 
 namespace autotune {
 
-namespace {
-
 // Optimal string alignment distance (Damerau-Levenshtein with adjacent
 // transpositions, each substring edited once).
 std::size_t edit_distance(std::string_view a, std::string_view b) {
@@ -33,6 +31,8 @@ std::size_t edit_distance(std::string_view a, std::string_view b) {
     }
   return d[n][m];
 }
+
+namespace {
 
 // The closest candidate within edit distance 2 (less than the word's length),
 // else one that the word is a prefix of (or the reverse); empty when none.

@@ -92,6 +92,8 @@ bool is_yaml11_bool(std::string_view s);                    // yes/no/on/off: no
 // Message helpers the spec's errors share.
 std::string quote(std::string_view s);  // 'text', shortened past 60 characters
 std::string join(const std::vector<std::string>& items, std::string_view sep = ", ");
+// Edits (insert, delete, substitute, swap two neighbours) from `a` to `b`.
+std::size_t edit_distance(std::string_view a, std::string_view b);
 // "did you mean 'x'?" for the nearest candidate, or empty when none is near.
 std::string did_you_mean(std::string_view word, const std::vector<std::string>& candidates);
 

@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "core/knobs.hpp"
 #include "search/strategy.hpp"
 #include "tuner/spec/devices.hpp"
 #include "tuner/spec/spec_sections.hpp"
@@ -67,6 +68,16 @@ void read_budget(YamlReader& r, const Entry& e, const std::string& path, SearchS
     r.fail(e.loc, path, "trials > 0 or time > 0", keys.empty() ? "an empty map" : "neither");
 }
 
+// A key of an initial configuration that is no parameter: a built-in knob
+// the space leaves out is said to be one (never "did you mean" a knob of
+// one's own a letter away from it: that would be the typo); else the
+// nearest parameter's name.
+std::string unknown_initial_key_hint(const std::string& key, const std::vector<std::string>& names) {
+  if (find_knob(key))
+    return fmt::format("'{}' is a built-in knob that space does not tune: add it to space, or leave it out here", key);
+  return did_you_mean(key, names);
+}
+
 void read_initial(YamlReader& r, const Entry& e, const std::string& path, const SpaceRead& space,
                   const SearchSpace& built, std::vector<Config>& out) {
   if (!e.value.IsSequence()) {
@@ -81,10 +92,16 @@ void read_initial(YamlReader& r, const Entry& e, const std::string& path, const 
     if (!r.expect_map(n, at, ipath, "a configuration {name: value, ...}")) continue;
     // Parameter names are known only when the space parsed; otherwise check
     // the map's shape and leave the rest to the space's own errors.
-    Entries keys = r.read_map(n, ipath, space.parsed ? &names : nullptr);
+    Entries keys = r.read_map(n, ipath, nullptr);
     if (!space.parsed) continue;
     Assignment a;
     bool ok = true;
+    for (const auto& k : keys)
+      if (std::find(names.begin(), names.end(), k.key) == names.end()) {
+        r.fail(k.key_loc, child(ipath, k.key), "one of the keys " + join(names), "unknown key " + quote(k.key),
+               unknown_initial_key_hint(k.key, names));
+        ok = false;
+      }
     std::vector<std::string> missing;
     for (const auto& p : space.params) {
       const Entry* k = find(keys, p.name);

@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 
 #include "core/knobs.hpp"
+#include "core/machine.hpp"
 #include "tuner/spec/spec_sections.hpp"
 
 namespace autotune {
@@ -21,7 +22,10 @@ namespace {
 constexpr std::size_t kMaxDomainSize = 100'000;  // a range larger than this is surely a typo
 constexpr int kDefaultLogPoints = 8;
 
-const std::vector<std::string> kParamKeys = {"values", "range", "step", "log", "points", "pow2", "memory"};
+const std::vector<std::string> kParamKeys = {"values", "range", "step", "log", "points", "pow2", "memory", "custom"};
+// A knob of one's own whose name is at most this many edits from a built-in
+// knob's (num_wokers, batch_szie, Pin_Memory) is refused without `custom: true`.
+constexpr std::size_t kNearKnobEdits = 2;
 // `memory:` on a parameter: which memory its value grows (core/knobs.hpp).
 const std::vector<std::string> kMemoryUses = {"device", "host", "both", "none"};
 const std::vector<std::string> kDomainForms = {"values", "range", "log", "pow2"};
@@ -68,6 +72,7 @@ class SpaceReader {
   bool check_known_knob(const Parameter& param, const Entry& e, const std::string& path);
   bool check_env_name(const Entry& p, const std::string& path,
                       std::unordered_map<std::string, const Entry*>& by_env);
+  bool check_custom_name(const Entry& p, const std::string& path);
   bool read_memory_use(const Entry& e, const std::string& path, Parameter& param);
   std::optional<std::vector<Value>> read_values(const YAML::Node& list, Loc at, const std::string& path,
                                                 Scale& scale);
@@ -80,6 +85,11 @@ class SpaceReader {
   void read_constraints(const Entry& e);
   void build_space();
   void check_satisfiable();
+  // What the rules may name besides the knobs: the job's data-parallel ranks
+  // on this node and the cores autotune may use here.
+  std::map<std::string, double> rule_facts() const {
+    return {{"ranks", static_cast<double>(m_out.ranks)}, {"cores", static_cast<double>(usable_cores())}};
+  }
   Loc m_effective_batch_loc;
 
   YamlReader& m_r;
@@ -113,7 +123,7 @@ void SpaceReader::read_space(const Entry& e) {
       ok = false;
       continue;
     }
-    if (!check_env_name(p, path, by_env)) {
+    if (!check_env_name(p, path, by_env) || !check_custom_name(p, path)) {
       ok = false;
       continue;
     }
@@ -147,6 +157,49 @@ bool SpaceReader::check_env_name(const Entry& p, const std::string& path,
     return false;
   }
   return true;
+}
+
+// A knob of one's own named a letter or two from a built-in knob is almost
+// always a typo (num_wokers): it would be tuned and recommended while the
+// script reads the built-in knob's variable, or none. `custom: true` on the
+// knob says the name is meant; on a built-in knob it is refused (it would
+// not make the knob one's own). False after a located error.
+bool SpaceReader::check_custom_name(const Entry& p, const std::string& path) {
+  bool custom = false;
+  Loc custom_loc = p.key_loc;
+  if (p.value.IsMap())
+    for (auto it = p.value.begin(); it != p.value.end(); ++it) {
+      if (!it->first.IsScalar() || it->first.Scalar() != "custom") continue;
+      custom_loc = loc_of(it->second, loc_of(it->first, p.key_loc));
+      const auto v = m_r.get_bool(it->second, custom_loc, child(path, "custom"));
+      if (!v) return false;
+      custom = *v;
+      break;  // a duplicate key is read_map's error
+    }
+  if (find_knob(p.key)) {
+    if (!custom) return true;
+    m_r.fail(custom_loc, child(path, "custom"), "custom: true only on a knob of your own",
+             fmt::format("{}, a built-in knob", quote(p.key)), "remove custom: true");
+    return false;
+  }
+  if (custom) return true;
+  std::string lower = p.key;
+  for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  const KnobInfo* nearest = nullptr;
+  std::size_t edits = kNearKnobEdits + 1;
+  for (const KnobInfo& k : knob_table())
+    if (const std::size_t d = edit_distance(lower, k.name); d < edits) {
+      edits = d;
+      nearest = &k;
+    }
+  if (!nearest) return true;
+  const std::string how =
+      edits == 0 ? "differs only in case from" : fmt::format("is {} edit{} from", edits, edits == 1 ? "" : "s");
+  m_r.fail(p.key_loc, path, "a built-in knob's name, or custom: true on a knob of your own",
+           fmt::format("{}, which {} the built-in knob '{}'", quote(p.key), how, nearest->name),
+           fmt::format("did you mean '{}'? A knob of your own by this name: {}: {{values: [...], custom: true}}",
+                       nearest->name, p.key));
+  return false;
 }
 
 // `memory: device | host | both | none` beside a parameter's domain: what the
@@ -510,15 +563,15 @@ void SpaceReader::build_space() {
     }
   }
   for (std::size_t i = 0; i < m_rules.size(); ++i)
-    if (auto msg = RuleSet::check(m_rules[i], m_out.params)) {
+    if (auto msg = RuleSet::check(m_rules[i], m_out.params, rule_facts())) {
       m_r.fail(m_rule_locs[i], item(m_rules_path, i),
-               "a rule over the parameters (" + join(names_of(m_out.params)) + ")",
+               "a rule over the parameters (" + join(names_of(m_out.params)) + ") and `ranks`, `cores`",
                quote(m_rules[i]) + ": " + *msg);
       ok = false;
     }
   if (!ok) return;
   try {
-    m_space = SearchSpace(m_out.params, m_rules);
+    m_space = SearchSpace(m_out.params, m_rules, rule_facts());
   } catch (const std::exception& ex) {
     m_r.fail({}, "space", "a valid search space", ex.what());
     return;

@@ -95,7 +95,10 @@ VramPlan plan_vram(double spec_limit, double estimate) {
 }
 std::optional<Outcome> over_vram_budget(const VramPlan& p) {
   if (!(p.budget > 0 && p.estimate > p.budget)) return std::nullopt;
-  Outcome o = Outcome::failure(Status::oom, fmt::format("estimated device memory {} + context {} exceeds the vram "
+  // Judged from a figure against the spec's limit: `invalid`, as every
+  // limit is judged (workloads/workload.hpp judge_limits); an allocation the
+  // arena refuses at the limit is an `oom`, as on a card that size.
+  Outcome o = Outcome::failure(Status::invalid, fmt::format("estimated device memory {} + context {} exceeds the vram "
                                                         "limit {}",
                                                         format_bytes(p.estimate), format_bytes(p.context_bytes),
                                                         format_bytes(p.limit)));

@@ -37,13 +37,7 @@ Outcome outcome_of_exception(std::exception_ptr e, const CardInfo& card) {
 }
 
 void judge_trial_end(Outcome& o, const TrialEnd& e) {
-  if (e.vram_limit > 0 && e.vram_peak > e.vram_limit) {
-    o.status = Status::oom;
-    o.reason = fmt::format("device memory in use {} exceeded the vram limit {}", format_bytes(e.vram_peak),
-                           format_bytes(e.vram_limit));
-    return;
-  }
-  mark_if_over_ram_limit(o, e.ram_peak, e.ram_limit);
+  judge_limits(o, Limits{e.vram_limit, e.ram_limit}, e.vram_peak, e.ram_peak);
   if (o.status != Status::ok) return;
   if (!std::isfinite(e.loss)) {
     o.status = Status::error;

@@ -12,6 +12,7 @@
 #include "tuner/record/emitter.hpp"
 #include "tuner/record/explain.hpp"
 #include "tuner/record/same_training.hpp"
+#include "tuner/run/compare.hpp"
 
 #include "tests/tuner/run/tune_test_util.hpp"
 
@@ -245,6 +246,40 @@ TEST(Explain, AKnobTheWorkloadIgnoredGoesBackUnmeasured) {
   EXPECT_EQ(*s.best, (Config{1, 0}));
   // Measured: workers put back, then the answer as emitted (pinning put back).
   EXPECT_EQ(measured, (std::vector<Config>{{0, 1}, {1, 0}}));
+}
+
+}  // namespace
+}  // namespace autotune
+
+namespace autotune {
+namespace {
+
+// One answer rule: `compare` scores the answer `tune` gives. On the same
+// spec, seed and budget, with measurements that tie (only the batch and the
+// workers matter), compare's answer after its last trial is tune's, Occam's
+// step (the tie closest to the baseline) included.
+TEST_F(SameTraining, CompareAndTuneGiveTheSameAnswer) {
+  const MeasureFn measure = [](const Assignment& a, const TrialContext&) {
+    const double b = static_cast<double>(a.get_int("batch_size", 0));
+    return Outcome::success(b * (1.0 + static_cast<double>(a.get_int("num_workers", 0) > 4)));
+  };
+  for (const char* strategy : {"random", "bo", "anneal"}) {
+    Spec spec = make_spec(strategy, 30);
+    spec.search.race_margin = -1;
+    spec.output.journal = m_dir / (std::string(strategy) + ".journal.jsonl");
+    const Study tuned = run_tuning(spec, measure, {});
+    ASSERT_TRUE(tuned.best) << strategy;
+    auto w = synthetic();
+    CompareOptions opt;
+    opt.strategies = {strategy};
+    opt.repeats = 1;
+    opt.budget = 30;
+    opt.seed = spec.search.seed;
+    opt.initial = spec.search.initial;
+    const CompareResult c = run_compare(spec.space, *w, measure, opt);
+    ASSERT_FALSE(c.trials.empty());
+    EXPECT_EQ(c.trials.back().answer, spec.space.to_assignment(*tuned.best).describe()) << strategy;
+  }
 }
 
 }  // namespace

@@ -32,6 +32,8 @@ namespace fs = std::filesystem;
 // fail the way real ones do: SIGKILLed (the OOM killer), a CUDA
 // out-of-memory, a hang; `mb` touches that much memory in the trial.
 constexpr const char* kJob = R"PY(import os, sys, time
+if os.environ.get("JOB_SILENT"):  # a script that measures nothing and prints nothing
+    sys.exit(0)
 import autotune_trial
 
 time.sleep(float(os.environ.get("JOB_STARTUP", "0")))
@@ -57,7 +59,7 @@ def trial(p):
     if p.mode == "hang":
         time.sleep(1000)
     with autotune_trial.Meter(p, warmup_s=0.2, max_s=1.0) as meter:
-        if p.mode == "oom":
+        if p.mode.startswith("oom"):
             raise RuntimeError("CUDA out of memory. Tried to allocate 2.00 GiB")
         for _ in meter.batches(paced(0.004)):
             pass
@@ -182,6 +184,26 @@ TEST_F(Warm, AScriptWithoutTheLoopRunsColdAndIsToldSo) {
   const auto first = r.out.find(said);
   EXPECT_NE(first, std::string::npos) << r.out;
   EXPECT_EQ(r.out.find(said, first + 1), std::string::npos) << "once: " << r.out;
+}
+
+// A script that never enters trials() and writes no result: every trial an
+// `error`, and autotune says once that the script ran cold. One that fails
+// inside trials() (a CUDA out-of-memory) is not told so.
+TEST_F(Warm, AScriptWithoutTheLoopThatPrintsNothingIsToldSoOnce) {
+  const std::string said = "autotune: warm: true, but the script never entered autotune_trial.trials()";
+  const auto r = tune("ok", "1, 2, 3", "", "JOB_SILENT: '1'");
+  EXPECT_EQ(r.status, 1) << r.out;
+  const auto f = finished();
+  ASSERT_EQ(f.size(), 3u) << r.out;
+  for (const auto& t : f) EXPECT_EQ(t["status"], "error") << t;
+  const auto first = r.out.find(said);
+  EXPECT_NE(first, std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find(said, first + 1), std::string::npos) << "once: " << r.out;
+
+  const auto in_loop = tune("oom, oom2", "1");
+  ASSERT_EQ(finished().size(), 2u) << in_loop.out;
+  for (const auto& t : finished()) EXPECT_EQ(t["status"], "oom") << t;
+  EXPECT_EQ(in_loop.out.find(said), std::string::npos) << in_loop.out;
 }
 
 // The same configuration measured cold and warm reads the same: interleaved

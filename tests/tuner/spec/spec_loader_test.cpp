@@ -106,6 +106,20 @@ const Broken kBroken[] = {
     {"KnobNamedWarmDir", kHead + "  warm_dir: [1, 2]\n", 4, 3, "space.warm_dir", "AUTOTUNE_WARM_DIR"},
     {"KnobsOneEnvName", kHead + "  num_workers: [1, 2]\n  NUM_WORKERS: [3]\n", 5, 3, "space.NUM_WORKERS",
      "both AUTOTUNE_NUM_WORKERS"},
+    // A knob of one's own named a letter or two from a built-in knob is a
+    // typo (tuned, recommended and never read) unless it says custom: true.
+    {"KnobNameNearBuiltIn", kHead + "  num_wokers: [0, 2]\n", 4, 3, "space.num_wokers",
+     "found 'num_wokers', which is 1 edit from the built-in knob 'num_workers' (did you mean 'num_workers'?"},
+    {"KnobNameTwoEditsFromBuiltIn", kHead + "  grad_acc: {range: [1, 4]}\n", 4, 3, "space.grad_acc",
+     "did you mean 'grad_accum'?"},
+    {"KnobNameCaseOfBuiltIn", kHead + "  Pin_Memory: [false, true]\n", 4, 3, "space.Pin_Memory",
+     "differs only in case from the built-in knob 'pin_memory'"},
+    {"KnobNameNearBuiltInCustomFalse", kHead + "  batch_szie: {values: [1, 2], custom: false}\n", 4, 3,
+     "space.batch_szie", "custom: true"},
+    {"CustomOnBuiltInKnob", kHead + "  num_workers: {values: [0, 2], custom: true}\n", 4, 41,
+     "space.num_workers.custom", "'num_workers', a built-in knob"},
+    {"CustomNotABoolean", kHead + "  num_wokers: {values: [0, 2], custom: yes}\n", 4, 40, "space.num_wokers.custom",
+     "only true and false"},
     {"DuplicateKeyInFlowMap", "workload: {kind: synthetic, kind: replay}\nspace:\n  batch_size: [16]\n", 1, 29,
      "workload.kind", "first at line 1"},
     // Domains.
@@ -250,6 +264,31 @@ TEST(SpecLoader, FormatsErrorsWithFileLineColumnPathExpectedFoundAndHint) {
             "found unknown key 'prefetch_facter' (did you mean 'prefetch_factor'?)");
   // The missing parameter is reported too.
   EXPECT_NE(error_at_path(r, "search.initial[0]"), nullptr) << all_errors(r);
+}
+
+TEST(SpecLoader, CustomTrueKeepsAKnobNamedNearABuiltInOne) {
+  auto r = load(kHead + "  num_wokers: {values: [0, 2], custom: true}\n  decode_threads: [1, 2]\n");
+  ASSERT_TRUE(r.spec) << all_errors(r);
+  EXPECT_TRUE(r.spec->space.index_of("num_wokers"));
+  EXPECT_TRUE(r.spec->space.index_of("decode_threads"));  // far from every built-in name: no custom: needed
+}
+
+TEST(SpecLoader, InitialNeverSuggestsTheTypo) {
+  // The typo in space, the right name in initial: the one error is the
+  // typo's, never "did you mean 'num_wokers'" at the right name.
+  const std::string initial = "search:\n  initial:\n    - {batch_size: 16, num_workers: 0}\n";
+  auto typo = load(kHead + "  num_wokers: [0, 2]\n" + initial);
+  ASSERT_EQ(typo.errors.size(), 1u) << all_errors(typo);
+  EXPECT_EQ(typo.errors[0].key_path, "space.num_wokers") << all_errors(typo);
+  EXPECT_NE(typo.errors[0].hint.find("did you mean 'num_workers'?"), std::string::npos) << all_errors(typo);
+  // Declared custom, the space stands: initial's built-in name is said to
+  // be one the space does not tune, not the custom knob misspelt.
+  auto custom = load(kHead + "  num_wokers: {values: [0, 2], custom: true}\n" + initial);
+  const SpecError* e = error_at_path(custom, "search.initial[0].num_workers");
+  ASSERT_NE(e, nullptr) << all_errors(custom);
+  EXPECT_EQ(e->hint,
+            "'num_workers' is a built-in knob that space does not tune: add it to space, or leave it out here");
+  EXPECT_EQ(all_errors(custom).find("did you mean 'num_wokers'"), std::string::npos) << all_errors(custom);
 }
 
 TEST(SpecLoader, UnknownKindListsTheKnownKinds) {

@@ -61,10 +61,12 @@ TEST(CudaTrialOutcome, ANoKernelImageErrorNamesTheCardAndTheBuild) {
 
 Outcome measured() { return Outcome::success(1000.0); }
 
-TEST(CudaTrialOutcome, OverTheVramLimitIsOomEvenWhenTheLossAlsoDiverged) {
+// Over a limit the spec set is `invalid`, as the scheduler judges every
+// other workload (workloads/workload.hpp judge_limits).
+TEST(CudaTrialOutcome, OverTheVramLimitIsInvalidEvenWhenTheLossAlsoDiverged) {
   Outcome o = measured();
   judge_trial_end(o, TrialEnd{std::numeric_limits<double>::quiet_NaN(), 9e9, 8e9, 1e9, 0});
-  EXPECT_EQ(o.status, Status::oom) << o.reason;
+  EXPECT_EQ(o.status, Status::invalid) << o.reason;
   EXPECT_NE(o.reason.find("vram limit"), std::string::npos) << o.reason;
 }
 
