@@ -25,4 +25,12 @@ inline ShellRun run_shell(const std::string& cmd) {
   return r;
 }
 
+#ifdef AUTOTUNE_BINARY
+// The built autotune with `args` (a shell command line's words), its
+// standard output and standard error together.
+inline ShellRun run_autotune(const std::string& args) {
+  return run_shell(std::string(AUTOTUNE_BINARY) + " " + args + " 2>&1");
+}
+#endif
+
 }  // namespace autotune::testing

@@ -25,15 +25,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
-struct CliRun {
-  int status = -1;
-  std::string out;
-};
-
-CliRun run(const std::string& args) {
-  const auto r = autotune::testing::run_shell(std::string(AUTOTUNE_BINARY) + " " + args + " 2>&1");
-  return {r.status, r.out};
-}
+using CliRun = autotune::testing::ShellRun;  // stdout and stderr together
+CliRun run(const std::string& args) { return autotune::testing::run_autotune(args); }
 
 std::string read(const fs::path& p) {
   std::ifstream in(p, std::ios::binary);

@@ -37,9 +37,7 @@ class RunStory : public ::testing::Test {
  protected:
   void SetUp() override { m_dir = autotune::testing::fresh_test_dir("run_story"); }
   void TearDown() override { fs::remove_all(m_dir); }
-  autotune::testing::ShellRun run(const std::string& args) {
-    return autotune::testing::run_shell(std::string(AUTOTUNE_BINARY) + " " + args + " 2>&1");
-  }
+  autotune::testing::ShellRun run(const std::string& args) { return autotune::testing::run_autotune(args); }
   std::string report() { return run("report --text " + (m_dir / "tuned.journal.jsonl").string()).out; }
   fs::path m_dir;
 };

@@ -18,15 +18,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
-struct CliRun {
-  int status = -1;
-  std::string out;  // stdout and stderr together
-};
-
-CliRun run(const std::string& args) {
-  const auto r = autotune::testing::run_shell(std::string(AUTOTUNE_BINARY) + " " + args + " 2>&1");
-  return {r.status, r.out};
-}
+using CliRun = autotune::testing::ShellRun;  // stdout and stderr together
+CliRun run(const std::string& args) { return autotune::testing::run_autotune(args); }
 
 // Search trials that finished, as the journal records them.
 int finished_trials(const fs::path& journal) {
