@@ -174,11 +174,7 @@ RunState state_of(const std::filesystem::path& path, const Spec& spec, const Jou
   const auto all = spec.space.enumerate();
   const std::optional<SetupFault> setup = setup_stop(r.trials, search.budget_trials);
   if (end) {
-    static constexpr RunEnd kEnds[] = {RunEnd::budget,      RunEnd::time,        RunEnd::converged,
-                                       RunEnd::exhausted,   RunEnd::interrupted, RunEnd::failed,
-                                       RunEnd::setup_failed};
-    for (RunEnd e : kEnds)
-      if (run_end_name(e) == end->reason) s.stopped_by = e;
+    s.stopped_by = run_end_named(end->reason);
   } else if (setup) {
     s.stopped_by = RunEnd::setup_failed;
   } else if (search.budget_trials > 0 && static_cast<int>(r.trials.size()) >= search.budget_trials) {

@@ -24,6 +24,13 @@ std::string_view run_end_name(RunEnd e) {
   return "unfinished";
 }
 
+RunEnd run_end_named(std::string_view name) {
+  for (RunEnd e : {RunEnd::budget, RunEnd::time, RunEnd::converged, RunEnd::exhausted, RunEnd::interrupted,
+                   RunEnd::failed, RunEnd::setup_failed})
+    if (run_end_name(e) == name) return e;
+  return RunEnd::unfinished;
+}
+
 double Study::search_throughput(const Config& c) const {
   for (const auto& t : trials)
     if (t.config == c && t.outcome.ok()) return t.outcome.throughput;

@@ -56,6 +56,8 @@ struct KnobRow {
 // (tuner/record/setup_stop.hpp), not for their configurations.
 enum class RunEnd { unfinished, budget, time, converged, exhausted, interrupted, failed, setup_failed };
 std::string_view run_end_name(RunEnd e);
+// The end a name stands for (a journal's `end` record); unfinished for none.
+RunEnd run_end_named(std::string_view name);
 
 struct Study {
   std::vector<TrialRecord> trials;         // every finished search trial, the journal's first
