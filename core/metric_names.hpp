@@ -3,6 +3,8 @@
 // Outcome's `metrics` (docs/output.md says what each means). A workload may
 // report any other name; these are the ones whose spelling matters to the
 // code, so they are spelled once.
+#include <string>
+
 namespace autotune::metric {
 
 // Memory: peaks measured, and the estimates made before a trial.
@@ -67,6 +69,18 @@ inline constexpr const char* warm_ran_cold = "warm_ran_cold";
 // 1 on the trial before which the slot's worker was replaced because its
 // resident memory had grown between trials (a leak; workloads/subprocess.hpp).
 inline constexpr const char* worker_replaced = "worker_replaced";
+
+// A job of several data-parallel ranks (python/autotune_trial/_ranks.py):
+// its world size, the slowest and fastest ranks' paces and which rank is the
+// slowest, the most any rank waited for data and which; each rank's own are
+// rank<k>_pace and rank<k>_data_wait (rank_metric).
+inline constexpr const char* world_size = "world_size";
+inline constexpr const char* rank_pace_min = "rank_pace_min";
+inline constexpr const char* rank_pace_max = "rank_pace_max";
+inline constexpr const char* rank_slowest = "rank_slowest";
+inline constexpr const char* rank_data_wait_max = "rank_data_wait_max";
+inline constexpr const char* rank_waiting_most = "rank_waiting_most";
+inline std::string rank_metric(long rank, const char* what) { return "rank" + std::to_string(rank) + "_" + what; }
 
 // The training itself.
 inline constexpr const char* loss = "loss";

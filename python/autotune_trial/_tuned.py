@@ -4,7 +4,8 @@ import os
 import re
 import sys
 
-from ._params import Params, _given_defaults, _parse_like, _warn_no_default, params
+from ._knobs import _apply_threads
+from ._params import _APPLIED, Params, _given_defaults, _parse_like, _warn_no_default, params
 
 
 def tuned(path="tuned.yaml", **defaults):
@@ -23,6 +24,10 @@ def tuned(path="tuned.yaml", **defaults):
       will after tuning.
     - A value of the file with no default here is included, typed as the
       file writes it, and said once on standard error (a misspelt knob?).
+    - ``threads`` (intra-op threads of this rank) is applied as the trials
+      applied it, default or not: ``torch.set_num_threads`` where the script
+      has imported torch, and ``OMP_NUM_THREADS`` for the processes it starts
+      (its DataLoader workers).
 
     Reads only the ``best:`` map that autotune writes (a flow or block map
     of scalars: integers, true/false, plain or quoted strings).
@@ -44,8 +49,10 @@ def tuned(path="tuned.yaml", **defaults):
         if name in defaults:
             out[name] = _typed_like(value, defaults[name], name, path)
         else:
-            _warn_no_default(name, f"{path} sets {name}")
+            if name not in _APPLIED:
+                _warn_no_default(name, f"{path} sets {name}")
             out[name] = value
+    _apply_threads(out)
     return out
 
 

@@ -11,7 +11,7 @@ import tempfile
 import textwrap
 import unittest
 
-from trial_common import autotune_trial
+from trial_common import autotune_trial, require_torch, torch
 
 from autotune_trial import _params
 
@@ -83,6 +83,24 @@ class Tuned(unittest.TestCase):
         self.assertIn("sets precision", err)
         _, again = self.tuned(batch_size=32, num_workers=0)
         self.assertEqual(again, "", "once a knob")
+
+    @require_torch
+    def test_threads_are_applied_as_the_trials_applied_them(self):
+        # torch.set_num_threads and OMP_NUM_THREADS, with or without a
+        # default, and no word of a knob the script never reads.
+        before = torch.get_num_threads()
+        self.addCleanup(torch.set_num_threads, before)
+        want = 1 if before != 1 else 2
+        self.write(f"best: {{batch_size: 64, threads: {want}}}\n")
+        for defaults in (dict(batch_size=32), dict(batch_size=32, threads=before)):
+            with self.subTest(defaults=defaults):
+                torch.set_num_threads(before)
+                os.environ.pop("OMP_NUM_THREADS", None)
+                p, err = self.tuned(**defaults)
+                self.assertEqual(p, dict(batch_size=64, threads=want))
+                self.assertEqual(torch.get_num_threads(), want)
+                self.assertEqual(os.environ.get("OMP_NUM_THREADS"), str(want))
+                self.assertEqual(err, "")
 
     def test_a_misspelt_knob_in_the_file_suggests_the_default_it_missed(self):
         self.write("best: {num_wokers: 4}\n")

@@ -117,19 +117,15 @@ std::string machine_line(const Study& r) {
   return line + "; most beside: " + most + "; figures taken under load scatter" + controls;
 }
 
-// When the answer's loader workers (over all ranks) outnumber the cores
-// here, saying so: what wins on a quiet machine loses on a busy one.
+// When the answer's loader workers and threads (over all ranks) outnumber
+// the cores here, saying so: what wins on a quiet machine loses on a busy one.
 std::string cores_line(const Spec& spec, const Config& best) {
-  const auto d = spec.space.index_of("num_workers");
-  if (!d) return {};
-  const Value& v = spec.space.param(*d).values[static_cast<std::size_t>(best[*d])];
-  if (!is_int(v)) return {};
-  const std::int64_t workers = std::get<std::int64_t>(v) * spec.ranks;
+  const auto asked = cores_asked(spec, best);
   const int cores = usable_cores();
-  if (workers <= cores) return {};
-  return fmt::format("the answer runs {} loader worker{} on {} cores: it counts on cores that other work on this "
-                     "machine would take; under load, fewer workers may be faster",
-                     workers, workers == 1 ? "" : "s", cores);
+  if (!asked || asked->total() <= cores) return {};
+  return fmt::format("the answer asks for {} processes on {} cores: it counts on cores that other work on this "
+                     "machine would take; under load, fewer may be faster",
+                     asked->describe(), cores);
 }
 
 // " (1.80-2.00x at 90%, 4 pairs)", or empty without an interval.
@@ -188,6 +184,10 @@ void print_summary(const Spec& spec, const Study& r) {
         why = {"baseline " + describe(before), "answer   " + describe(after)};
       for (std::string& line : what_moved(r)) why.push_back(std::move(line));
       if (*r.best == r.baseline->config && after.known()) why.push_back(describe(after));
+      if (const std::string ranks = rank_starved(r.baseline->outcome); !ranks.empty() && *r.best != r.baseline->config)
+        why.push_back("baseline: " + ranks);
+      if (const std::string ranks = rank_starved(*r.best_outcome); !ranks.empty())
+        why.push_back((*r.best != r.baseline->config ? "answer: " : "") + ranks);
       for (std::size_t i = 0; i < why.size(); ++i) std::cout << (i == 0 ? "why:    " : "        ") << why[i] << "\n";
       if (const std::string cores = cores_line(spec, *r.best); !cores.empty()) std::cout << "cores:  " << cores << "\n";
     } else if (const TimeSplit after = time_split(*r.best_outcome); after.known()) {

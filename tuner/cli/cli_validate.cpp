@@ -20,6 +20,36 @@ namespace autotune {
 namespace {
 
 // --run-once: the first trial measured, and what it says of the set-up.
+// How many processes the configurations keep busy on this node (each rank's
+// loader workers and threads), against the cores here.
+void cores_lines(const Spec& s, const std::vector<Config>& valid) {
+  std::optional<CoresAsked> most;
+  std::int64_t fewest = -1;
+  std::size_t within = 0;
+  const int cores = usable_cores();
+  for (const Config& c : valid) {
+    const auto asked = cores_asked(s, c);
+    if (!asked) return;
+    if (!most || asked->total() > most->total()) most = asked;
+    if (fewest < 0 || asked->total() < fewest) fewest = asked->total();
+    if (asked->total() <= cores) ++within;
+  }
+  if (!most) return;
+  std::cout << fmt::format("cores: {} here; the configurations ask for {}{} processes (the most: {}); {} of {} keep "
+                           "within the cores\n",
+                           cores, fewest == most->total() ? "" : fmt::format("{}-", fewest), most->total(),
+                           most->describe(), within, valid.size());
+  if (most->total() <= cores) return;
+  const bool threads = s.space.index_of("threads").has_value(), workers = s.space.index_of("num_workers").has_value();
+  const std::string rule = workers && threads ? "ranks * (num_workers + threads) <= cores"
+                           : workers          ? "ranks * (num_workers + 1) <= cores"
+                                              : "ranks * threads <= cores";
+  std::cout << fmt::format("warning: beyond the cores, loader workers and threads compete with the training and with "
+                           "each other, and what wins on a quiet machine loses on a busy one; to keep the search "
+                           "within them, add the rule \"{}\" to constraints.rules\n",
+                           rule);
+}
+
 int run_once(const Spec& spec) {
   auto workload = make_workload_or_report(spec);
   if (!workload) return kExitBadInput;
@@ -88,22 +118,14 @@ std::function<int()> add_validate_command(CLI::App& app) {
           if (to_string(v) != "fp32")
             std::cout << "warning: the cpu workload measures fp32 only; precision " << to_string(v)
                       << " gives `error` trials\n";
-    if (const auto d = s.space.index_of("num_workers")) {
-      std::int64_t most = 0;
-      for (const auto& v : s.space.param(*d).values)
-        if (is_int(v)) most = std::max(most, std::get<std::int64_t>(v));
-      if (const int cores = usable_cores(); most * s.ranks > cores)
-        std::cout << fmt::format("warning: num_workers up to {} x {} rank{} asks for {} loader processes on the {} "
-                                 "cores here; beyond the cores, workers compete with the training and with each "
-                                 "other, and what wins on a quiet machine loses on a busy one\n",
-                                 most, s.ranks, s.ranks == 1 ? "" : "s", most * s.ranks, cores);
-    }
     std::cout << fmt::format("size: {:.0f} configurations before rules\n", s.space.cardinality());
     for (const auto& r : s.space.rules().rules()) std::cout << "rule: " << r << "\n";
-    if (auto all = s.space.enumerate())
+    const auto all = s.space.enumerate();
+    if (all)
       std::cout << fmt::format("valid: {} configurations satisfy the rules\n", all->size());
     else
       std::cout << "valid: too many to count exactly; sampled during the search\n";
+    if (all) cores_lines(s, *all);
     if (s.limits.vram_bytes > 0) std::cout << "vram limit: " << format_bytes(s.limits.vram_bytes) << "\n";
     if (s.limits.ram_bytes > 0) std::cout << "ram limit: " << format_bytes(s.limits.ram_bytes) << "\n";
     std::cout << fmt::format("search: {} seed {}, budget {}{}\n", s.search.strategy, s.search.seed,

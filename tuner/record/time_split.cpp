@@ -1,6 +1,7 @@
 #include "tuner/record/time_split.hpp"
 
 #include <algorithm>
+#include <optional>
 
 #include <fmt/format.h>
 
@@ -11,6 +12,8 @@ namespace autotune {
 namespace {
 constexpr double kLoaderBound = 0.5;  // waits more than it computes
 constexpr double kPartly = 0.1;       // a tenth of the time lost to the loader is worth a look
+constexpr double kStarvedGap = 0.05;  // one rank waited this share of its time more than another
+constexpr double kPaceGap = 0.05;     // the fastest rank ran this much ahead of the slowest
 }  // namespace
 
 std::string TimeSplit::bound() const {
@@ -53,6 +56,32 @@ std::string explain_speedup(const TimeSplit& baseline, const TimeSplit& best) {
   return fmt::format("both are compute-bound (data wait {:.0f}% before, {:.0f}% after): the gain is in the step "
                      "itself (batch size, precision, accumulation)",
                      100 * before, 100 * after);
+}
+
+std::string rank_starved(const Outcome& o) {
+  const auto world = o.metric(metric::world_size);
+  if (!world || *world < 2) return {};
+  const long ranks = static_cast<long>(*world);
+  std::string out;
+  const auto most = o.metric(metric::rank_data_wait_max), who = o.metric(metric::rank_waiting_most);
+  if (most && who && *most >= kPartly) {
+    std::optional<double> least;
+    long least_rank = 0;
+    for (long k = 0; k < ranks; ++k)
+      if (auto w = o.metric(metric::rank_metric(k, "data_wait")); w && (!least || *w < *least)) {
+        least = *w;
+        least_rank = k;
+      }
+    if (least && *most - *least >= kStarvedGap)
+      out = fmt::format("rank {} starved: it waited for data {:.0f}% of its time, rank {} {:.0f}%",
+                        static_cast<long>(*who), 100 * *most, least_rank, 100 * *least);
+  }
+  const auto slow = o.metric(metric::rank_pace_min), fast = o.metric(metric::rank_pace_max),
+             slowest = o.metric(metric::rank_slowest);
+  if (slow && fast && slowest && *slow > 0 && *fast > *slow * (1 + kPaceGap))
+    out += fmt::format("{}the job moves at its slowest rank's pace: rank {}, {:.1f} samples/s against up to {:.1f}",
+                       out.empty() ? "" : "; ", static_cast<long>(*slowest), *slow, *fast);
+  return out;
 }
 
 }  // namespace autotune

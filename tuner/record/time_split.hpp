@@ -33,4 +33,11 @@ std::string describe(const TimeSplit& s);
 // split is unknown.
 std::string explain_speedup(const TimeSplit& baseline, const TimeSplit& best);
 
+// For a job of several data-parallel ranks, the rank that held it back: the
+// one that waited for data the most, where it waited clearly more than the
+// rank that waited least ("rank 1 starved: it waited for data 34% of its
+// time, rank 0 5%"), and the slowest rank's pace where the ranks' paces
+// differ. Empty for one rank, or when the ranks kept level.
+std::string rank_starved(const Outcome& o);
+
 }  // namespace autotune

@@ -102,6 +102,12 @@ std::string time_split_panel(const JournalStudy& s, const GnuplotResult& plots) 
   std::string out = plot_or_note(plots, kPlotTimeSplit) + "<ul>";
   if (before && before->known()) out += "<li>baseline: " + html_escape(describe(*before)) + "</li>";
   if (after && after->known()) out += "<li>answer: " + html_escape(describe(*after)) + "</li>";
+  if (before)
+    if (const std::string ranks = rank_starved(r.baseline->outcome); !ranks.empty())
+      out += "<li>baseline: " + html_escape(ranks) + "</li>";
+  if (after)
+    if (const std::string ranks = rank_starved(*r.best_outcome); !ranks.empty())
+      out += "<li>answer: " + html_escape(ranks) + "</li>";
   out += "</ul>";
   if (before && after && before->known() && after->known())
     out += "<p><b>What moved:</b> " + html_escape(explain_speedup(*before, *after)) + ".</p>";

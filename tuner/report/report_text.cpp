@@ -127,6 +127,11 @@ std::string render_report_text(const JournalStudy& s) {
     if (after.known()) out += std::string(before && before->known() ? "          " : "why:      ") + "answer   " +
                               describe(after) + "\n";
     for (const std::string& line : what_moved(r)) out += "          " + line + "\n";
+    if (before)
+      if (const std::string ranks = rank_starved(r.baseline->outcome); !ranks.empty() && *r.best != r.baseline->config)
+        out += "          baseline: " + ranks + "\n";
+    if (const std::string ranks = rank_starved(*r.best_outcome); !ranks.empty())
+      out += std::string("          ") + (r.baseline && *r.best != r.baseline->config ? "answer: " : "") + ranks + "\n";
   } else {
     out += "answer:   none yet: no configuration ran successfully\n";
   }

@@ -128,6 +128,17 @@ const std::string& embedded_default_spec();
 // command workload and 0 for the others.
 int remeasure_rounds(const Spec& spec);
 
+// The processes a configuration keeps busy on this node: per rank, its loader
+// workers (`num_workers`) and its intra-op threads (`threads`, else 1), times
+// `constraints.ranks`. nullopt when the space has neither knob.
+struct CoresAsked {
+  std::int64_t ranks = 1, workers = 0, threads = 1;
+  std::int64_t total() const { return ranks * (workers + threads); }
+  // "2 ranks x (4 workers + 1 thread) = 10"
+  std::string describe() const;
+};
+std::optional<CoresAsked> cores_asked(const Spec& spec, const Config& config);
+
 // What a strategy is given for one run over `space`.
 StrategyContext strategy_context(const SearchSpace& space, std::uint64_t seed, int budget,
                                  std::vector<Config> initial, const Limits& limits);

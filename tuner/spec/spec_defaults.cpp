@@ -1,6 +1,8 @@
 // What a spec implies beyond its own fields.
 #include "tuner/spec/spec.hpp"
 
+#include <fmt/format.h>
+
 namespace autotune {
 
 int remeasure_rounds(const Spec& spec) {
@@ -17,6 +19,28 @@ StrategyContext strategy_context(const SearchSpace& space, std::uint64_t seed, i
   ctx.vram_limit_bytes = limits.vram_bytes;
   ctx.ram_limit_bytes = limits.ram_bytes;
   return ctx;
+}
+
+std::string CoresAsked::describe() const {
+  return fmt::format("{} rank{} x ({} worker{} + {} thread{}) = {}", ranks, ranks == 1 ? "" : "s", workers,
+                     workers == 1 ? "" : "s", threads, threads == 1 ? "" : "s", total());
+}
+
+std::optional<CoresAsked> cores_asked(const Spec& spec, const Config& config) {
+  const auto workers = spec.space.index_of("num_workers"), threads = spec.space.index_of("threads");
+  if (!workers && !threads) return std::nullopt;
+  const auto int_at = [&](std::size_t d) -> std::optional<std::int64_t> {
+    const Value& v = spec.space.param(d).values[static_cast<std::size_t>(config[d])];
+    if (!is_int(v)) return std::nullopt;
+    return std::get<std::int64_t>(v);
+  };
+  CoresAsked out;
+  out.ranks = spec.ranks;
+  if (workers)
+    if (auto w = int_at(*workers)) out.workers = *w;
+  if (threads)
+    if (auto t = int_at(*threads)) out.threads = std::max<std::int64_t>(1, *t);
+  return out;
 }
 
 }  // namespace autotune

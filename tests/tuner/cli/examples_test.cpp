@@ -103,7 +103,8 @@ INSTANTIATE_TEST_SUITE_P(Configs, ExampleConfig,
                          ::testing::Values(Example{"default_cpu.yaml", false}, Example{"synthetic.yaml", false},
                                            Example{"synthetic_grid.yaml", false}, Example{"replay.yaml", false},
                                            Example{"replay_h100.yaml", false}, Example{"command_torch.yaml", true},
-                                           Example{"command_images.yaml", true}, Example{"command_adopt.yaml", true}),
+                                           Example{"command_images.yaml", true}, Example{"command_adopt.yaml", true},
+                                           Example{"command_ranks.yaml", true}),
                          [](const ::testing::TestParamInfo<Example>& info) {
                            std::string s = fs::path(info.param.file).stem().string();
                            for (auto& c : s)
@@ -116,7 +117,7 @@ TEST(ExampleConfigs, EveryConfigIsListed) {
   int yaml = 0;
   for (const auto& e : fs::directory_iterator(fs::path(AUTOTUNE_SOURCE_DIR) / "configs"))
     if (e.path().extension() == ".yaml") ++yaml;
-  EXPECT_EQ(yaml, 9) << "configs/*.yaml and the list in examples_test.cpp differ";
+  EXPECT_EQ(yaml, 10) << "configs/*.yaml and the list in examples_test.cpp differ";
 }
 
 }  // namespace

@@ -40,5 +40,42 @@ TEST(TimeSplit, ExplainsTheBottleneckThatMoved) {
   EXPECT_EQ(explain_speedup(loader, time_split(with({}))), "");
 }
 
+TEST(TimeSplit, NamesTheRankThatStarvedAndTheSlowestRank) {
+  // Rank 1's loader starved it: it waited 34% of its time, rank 0 5%; the
+  // job moved at rank 1's pace.
+  const Outcome starved = with({{"world_size", 2},
+                                {"rank0_data_wait", 0.05},
+                                {"rank1_data_wait", 0.34},
+                                {"rank_data_wait_max", 0.34},
+                                {"rank_waiting_most", 1},
+                                {"rank_pace_min", 120},
+                                {"rank_pace_max", 150},
+                                {"rank_slowest", 1}});
+  EXPECT_EQ(rank_starved(starved),
+            "rank 1 starved: it waited for data 34% of its time, rank 0 5%; the job moves at its slowest rank's "
+            "pace: rank 1, 120.0 samples/s against up to 150.0");
+
+  // Ranks that kept level: nothing to say; nor for one rank.
+  const Outcome level = with({{"world_size", 2},
+                              {"rank0_data_wait", 0.30},
+                              {"rank1_data_wait", 0.32},
+                              {"rank_data_wait_max", 0.32},
+                              {"rank_waiting_most", 1},
+                              {"rank_pace_min", 100},
+                              {"rank_pace_max", 102},
+                              {"rank_slowest", 0}});
+  EXPECT_EQ(rank_starved(level), "");
+  EXPECT_EQ(rank_starved(with({{"world_size", 1}, {"rank_data_wait_max", 0.5}, {"rank_waiting_most", 0}})), "");
+  EXPECT_EQ(rank_starved(with({{"data_wait_fraction", 0.5}})), "");
+
+  // A wait under a tenth of the time is not starving, however uneven.
+  EXPECT_EQ(rank_starved(with({{"world_size", 4},
+                               {"rank0_data_wait", 0.0},
+                               {"rank3_data_wait", 0.08},
+                               {"rank_data_wait_max", 0.08},
+                               {"rank_waiting_most", 3}})),
+            "");
+}
+
 }  // namespace
 }  // namespace autotune

@@ -63,7 +63,7 @@ class CountingSource final : public TrialSource {
   explicit CountingSource(int n) : m_n(n) {}
   std::optional<Proposal> next() override {
     if (m_next >= m_n) return std::nullopt;
-    return Proposal{Config{static_cast<std::size_t>(m_next++ % 10)}, "count"};
+    return Proposal{Config{static_cast<int>(m_next++ % 10)}, "count"};
   }
   void tell(const Finished& f) override { told.push_back(f.trial); }
   std::vector<int> told;
