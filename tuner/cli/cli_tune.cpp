@@ -189,10 +189,10 @@ void print_summary(const Spec& spec, const Study& r) {
       if (const std::string ranks = rank_starved(*r.best_outcome); !ranks.empty())
         why.push_back((*r.best != r.baseline->config ? "answer: " : "") + ranks);
       for (std::size_t i = 0; i < why.size(); ++i) std::cout << (i == 0 ? "why:    " : "        ") << why[i] << "\n";
-      if (const std::string cores = cores_line(spec, *r.best); !cores.empty()) std::cout << "cores:  " << cores << "\n";
     } else if (const TimeSplit after = time_split(*r.best_outcome); after.known()) {
       std::cout << "        " << describe(after) << "\n";
     }
+    if (const std::string cores = cores_line(spec, *r.best); !cores.empty()) std::cout << "cores:  " << cores << "\n";
   } else {
     std::cout << "no configuration ran successfully\n";
   }

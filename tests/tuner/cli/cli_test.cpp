@@ -13,6 +13,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include <fmt/format.h>
+
+#include "core/machine.hpp"
 #include "tests/support/test_dir.hpp"
 #include "tests/support/shell.hpp"
 #include <chrono>
@@ -320,6 +323,53 @@ TEST_F(Cli, ValidatePrintsTheResolvedSpace) {
   EXPECT_NE(r.out.find("size: 180 configurations"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("valid: 180"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("num_workers"), std::string::npos);
+}
+
+// Each configuration's processes on this node: per rank its loader workers
+// and threads, times the ranks, against the cores here.
+TEST_F(Cli, ValidateCountsEachConfigurationsProcessesAgainstTheCores) {
+  const int cores = autotune::usable_cores();
+  const std::string space =
+      "workload: {kind: synthetic}\n"
+      "space:\n  num_workers: [0, 4]\n  threads: [1, 2]\n";
+  auto spec = write("space.yaml", space + "constraints: {ranks: 2}\n");
+  CliRun r = run("validate " + spec.string());
+  ASSERT_EQ(r.status, 0) << r.out;
+  int within = 0;
+  for (int total : {2, 4, 10, 12}) within += total <= cores ? 1 : 0;
+  EXPECT_NE(r.out.find(fmt::format("cores: {} here; the configurations ask for 2-12 processes (the most: 2 ranks x (4 "
+                                   "workers + 2 threads) = 12); {} of 4 keep within the cores",
+                                   cores, within)),
+            std::string::npos)
+      << r.out;
+  EXPECT_EQ(r.out.find("ranks * (num_workers + threads) <= cores") != std::string::npos, cores < 12) << r.out;
+  if (cores < 2) GTEST_SKIP() << "one core: no configuration of 2 ranks keeps within it";
+  // The rule it suggests keeps the search within the cores: no warning.
+  auto kept = write("kept.yaml", space + "constraints: {ranks: 2, rules: [\"ranks * (num_workers + threads) <= cores\"]}\n");
+  r = run("validate " + kept.string());
+  ASSERT_EQ(r.status, 0) << r.out;
+  EXPECT_NE(r.out.find(fmt::format("valid: {} configurations", within)), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(fmt::format("{} of {} keep within the cores", within, within)), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("warning: beyond the cores"), std::string::npos) << r.out;
+}
+
+// The summary says when the answer asks for more processes than there are cores.
+TEST_F(Cli, TheSummarySaysWhenTheAnswerAsksForMoreProcessesThanCores) {
+  const int cores = autotune::usable_cores();
+  if (cores >= 18) GTEST_SKIP() << "18 or more cores: the answer keeps within them";
+  auto spec = write("space.yaml",
+                    "workload: {kind: synthetic}\n"
+                    "space:\n  batch_size: [32, 64]\n  num_workers: [8]\n"
+                    "constraints: {ranks: 2}\n"
+                    "search: {strategy: grid}\n"
+                    "output: {tuned: " + (m_dir / "tuned.yaml").string() + "}\n");
+  CliRun r = run("--config " + spec.string());
+  ASSERT_EQ(r.status, 0) << r.out;
+  EXPECT_NE(r.out.find(fmt::format("cores:  the answer asks for 2 ranks x (8 workers + 1 thread) = 18 processes on {} "
+                                   "cores",
+                                   cores)),
+            std::string::npos)
+      << r.out;
 }
 
 TEST_F(Cli, OverridesAndResumeContinueWithoutRerunning) {
