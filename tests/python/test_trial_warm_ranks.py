@@ -230,6 +230,29 @@ class WarmRanks(unittest.TestCase):
                 self.assertEqual({r["omp"] for r in launches}, {first} if warm else {"1", "2"})
 
 
+    @require_torch
+    def test_the_summary_names_the_rank_whose_loader_starved_it(self):
+        # Rank 1's samples take 3 ms each to make, rank 0's none: rank 1
+        # waits for data, rank 0 for rank 1's gradients (computing, as its
+        # meter sees it). The why: lines say which rank starved.
+        if not os.environ.get("AUTOTUNE_BINARY"):
+            self.skipTest("AUTOTUNE_BINARY not set (ctest sets it)")
+        job = SPAWNED.replace("        return torch.full((32,), float(i % 7))",
+                              "        if dist.get_rank() == 1:\n"
+                              "            import time\n"
+                              "            time.sleep(0.003)\n"
+                              "        return torch.full((32,), float(i % 7))")
+        self.assertNotEqual(job, SPAWNED)
+        space = ("space:\n  batch_size: [8]\n  num_workers: [0]\n"
+                 "search: {strategy: grid, remeasure: 0, explain: false, race: false, busy: ignore, "
+                 "initial: [{batch_size: 8, num_workers: 0}]}\n")
+        with tempfile.TemporaryDirectory() as d:
+            p = tune_in(d, job, space, timeout=300)
+            self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+            m = finishes(d)[0]["metrics"]
+            self.assertEqual(m["rank_waiting_most"], 1, m)
+            self.assertRegex(p.stdout, r"rank 1 starved: it waited for data \d+% of its time, rank 0 \d+%")
+
     def test_processes_that_cannot_yet_tell_their_ranks_each_enter_without_waiting(self):
         # Two processes of one worker, with no rank known as they enter
         # trials() (a process group made inside the loop): each says it has
