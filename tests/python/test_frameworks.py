@@ -500,6 +500,82 @@ for path in sys.argv[1:]:
 """
 
 
+ACCELERATE_JOB = """
+    import json, os
+    import torch
+    from accelerate import Accelerator
+    import autotune_trial
+
+    acc = Accelerator(cpu=True)
+    with open("launches.txt", "a") as f:
+        f.write(json.dumps({"rank": acc.process_index, "pid": os.getpid(), "type": str(acc.distributed_type)}) + "\\n")
+    model = torch.nn.Linear(32, 4)
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    model, opt = acc.prepare(model, opt)
+    data = torch.utils.data.TensorDataset(torch.randn(1 << 16, 32))
+    for p in autotune_trial.trials(batch_size=8, num_workers=0):
+        with open("ran.txt", "a") as f:
+            f.write(json.dumps({"trial": int(os.environ["AUTOTUNE_TRIAL"]), "rank": acc.process_index,
+                                "pid": os.getpid(), "batch_size": p.batch_size,
+                                "num_workers": p.num_workers}) + "\\n")
+        loader = acc.prepare(torch.utils.data.DataLoader(data, **autotune_trial.loader_arguments(p)))
+        with autotune_trial.Meter(p, warmup_s=0.1, window_s=0.05, max_s=0.8) as m:
+            for (x,) in m.batches(loader):
+                loss = model(x).sum()
+                opt.zero_grad()
+                acc.backward(loss)
+                opt.step()
+"""
+
+
+class Accelerate(unittest.TestCase):
+    @require_frameworks
+    def test_warm_trials_under_accelerate_launch_run_every_rank_with_the_same_knobs(self):
+        # `accelerate launch` of 2 CPU processes (gloo: MULTI_CPU), warm:
+        # each trial's knobs in every rank, one launch for all trials.
+        # Debian 12's torch 1.13 on Python 3.11 cannot read the launcher's
+        # default redirects (docs/guide.md): PET_REDIRECTS and --tee name no
+        # local rank.
+        import socket
+        with socket.socket() as sock:
+            sock.bind(("127.0.0.1", 0))
+            port = sock.getsockname()[1]
+        command = (f"{PYTHON} -m accelerate.commands.launch --multi_gpu --num_processes 2 --num_machines 1 "
+                   f"--mixed_precision no --dynamo_backend no --tee 9:0 --main_process_port {port} job.py")
+        with tempfile.TemporaryDirectory() as d:
+            with open(os.path.join(d, "job.py"), "w") as f:
+                f.write(textwrap.dedent(ACCELERATE_JOB))
+            with open(os.path.join(d, "space.yaml"), "w") as f:
+                f.write(f"workload: {{kind: command, command: '{command}', timeout: 90s, warm: true, "
+                        "env: {PET_REDIRECTS: '9:0'}}\n"
+                        "space:\n  batch_size: [8, 16]\n  num_workers: [0, 1]\n"
+                        "search: {strategy: grid, remeasure: 0, explain: false, race: false, busy: ignore}\n")
+            e = {k: v for k, v in os.environ.items() if k != "PYTHONPATH" and not k.startswith("AUTOTUNE_")}
+            p = subprocess.run([os.environ["AUTOTUNE_BINARY"], "--config", "space.yaml"], cwd=d, env=e,
+                               capture_output=True, text=True, timeout=300)
+            self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+            with open(os.path.join(d, "tuned.journal.jsonl")) as f:
+                finished = [t for t in map(json.loads, f) if t.get("type") == "finish"]
+            self.assertGreaterEqual(len(finished), 4, finished)
+            self.assertEqual({t["status"] for t in finished}, {"ok"}, [t.get("reason") for t in finished])
+            with open(os.path.join(d, "launches.txt")) as f:
+                launches = [json.loads(line) for line in f]
+            self.assertEqual(sorted(r["rank"] for r in launches), [0, 1], "one launch of each rank")
+            self.assertEqual({r["type"] for r in launches}, {"DistributedType.MULTI_CPU"})
+            with open(os.path.join(d, "ran.txt")) as f:
+                ran = [json.loads(line) for line in f]
+            for t in finished:
+                rows = [r for r in ran if r["trial"] == t["trial"]]
+                self.assertEqual(sorted(r["rank"] for r in rows), [0, 1], t["trial"])
+                for r in rows:
+                    self.assertEqual((r["batch_size"], r["num_workers"]),
+                                     (t["config"]["batch_size"], t["config"]["num_workers"]), r)
+                self.assertEqual(t["metrics"]["world_size"], 2, t["metrics"])
+            first, later = finished[0]["metrics"], [t["metrics"] for t in finished[1:]]
+            for m in later:
+                self.assertLess(m["startup_seconds"], first["startup_seconds"] / 2, (first, m))
+
+
 class Exports(unittest.TestCase):
     def tune_and_check(self, names):
         """Tunes each answer of ANSWERS in `names` and runs CHECK over their
