@@ -113,6 +113,33 @@ Phase phase_of(const nlohmann::json& rec) {
 
 }  // namespace
 
+namespace {
+JournalAnswer answer_from_json(const nlohmann::json& rec) {
+  JournalAnswer a;
+  if (const auto c = rec.find("config"); c != rec.end() && c->is_object()) a.config = assignment_from_json(*c);
+  a.rule = rec.value("rule", "");
+  const auto get = [&rec](const char* key) -> std::optional<double> {
+    const auto v = rec.find(key);
+    if (v == rec.end() || !v->is_number()) return std::nullopt;
+    return v->get<double>();
+  };
+  a.throughput = get("throughput");
+  a.baseline_throughput = get("baseline_throughput");
+  a.speedup = get("speedup");
+  if (const auto i = rec.find("interval90"); i != rec.end() && i->is_array() && i->size() == 2) {
+    a.low = (*i)[0].get<double>();
+    a.high = (*i)[1].get<double>();
+  }
+  a.others_cores = get("others_cores");
+  a.runs = rec.value("runs", 1);
+  a.remeasured = rec.value("remeasured", false);
+  if (const auto k = rec.find("kept_baseline_over"); k != rec.end() && k->is_object())
+    a.kept_baseline_over = assignment_from_json(*k);
+  a.time = rec.value("time", 0.0);
+  return a;
+}
+}  // namespace
+
 JournalContents read_journal(const std::filesystem::path& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw JournalError(path.string() + ": cannot open the journal");
@@ -171,6 +198,8 @@ JournalContents read_journal(const std::filesystem::path& path) {
         // What was still running when the run ended was cut short with it.
         for (JournalTrial& t : out.trials)
           if (!t.outcome) t.cut_short = true;
+      } else if (type == "answer") {
+        out.answers.push_back(answer_from_json(rec));
       } else if (type == "start") {
         const int trial = rec.at("trial").get<int>();
         out.trials.push_back({trial, assignment_from_json(rec.at("config")), std::nullopt, phase_of(rec)});
@@ -288,6 +317,25 @@ void JournalWriter::recommended(const std::optional<Assignment>& config, std::st
 std::string unfinished_status(const JournalTrial& t) {
   if (t.superseded_by) return fmt::format("run again as trial {}", *t.superseded_by);
   return t.cut_short ? "cut short" : "running";
+}
+
+void JournalWriter::answered(const JournalAnswer& a) {
+  nlohmann::json rec = {{"type", "answer"},
+                        {"config", a.config ? to_json(*a.config) : nlohmann::json(nullptr)},
+                        {"rule", a.rule},
+                        {"runs", a.runs},
+                        {"remeasured", a.remeasured},
+                        {"time", a.time}};
+  const auto put = [&rec](const char* key, const std::optional<double>& v) {
+    if (v) rec[key] = *v;
+  };
+  put("throughput", a.throughput);
+  put("baseline_throughput", a.baseline_throughput);
+  put("speedup", a.speedup);
+  if (a.low && a.high) rec["interval90"] = {*a.low, *a.high};
+  put("others_cores", a.others_cores);
+  if (a.kept_baseline_over) rec["kept_baseline_over"] = to_json(*a.kept_baseline_over);
+  append(rec);
 }
 
 void JournalWriter::ended(const JournalEnd& end) {

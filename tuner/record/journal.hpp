@@ -65,6 +65,22 @@ struct JournalEnd {
   std::string failure;
 };
 
+// {"type": "answer"}: the run's answer as it printed it, written as the run
+// ends (before its `end`; a resumed run appends its own): the configuration
+// (none when nothing ran), how it was chosen in words, and the figures the
+// summary showed: the answer's and the baseline's throughput (the
+// side-by-side medians where they were measured again), the speedup, its
+// 90% interval and pairs, and other processes' cores while the pairs ran.
+struct JournalAnswer {
+  std::optional<Assignment> config;
+  std::string rule;
+  std::optional<double> throughput, baseline_throughput, speedup, low, high, others_cores;
+  int runs = 1;
+  bool remeasured = false;
+  std::optional<Assignment> kept_baseline_over;  // the search's answer, where the baseline was kept over it
+  double time = 0;
+};
+
 struct JournalContents {
   nlohmann::json header;
   std::vector<JournalTrial> trials;  // in order of start
@@ -75,6 +91,7 @@ struct JournalContents {
   // journals; present and empty when the strategy recommended nothing.
   std::optional<std::optional<Assignment>> recommendation;
   std::vector<JournalEnd> ends;  // one per run and resumed run that ended; none in older journals
+  std::vector<JournalAnswer> answers;  // likewise: one per run that reached its answer
   bool dropped_torn_line = false;
   // Bytes from the start of the file through the last whole record: what a
   // resume keeps (cut_bad_tail) before it appends.
@@ -140,6 +157,8 @@ class JournalWriter {
   void recommended(const std::optional<Assignment>& config, std::string_view strategy, double time_s);
   // The run's end (JournalEnd); a resumed run appends its own.
   void ended(const JournalEnd& end);
+  // The run's answer (JournalAnswer), written before its end.
+  void answered(const JournalAnswer& answer);
   const std::filesystem::path& path() const { return m_path; }
 
  private:

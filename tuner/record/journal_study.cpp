@@ -91,10 +91,30 @@ Config config_in(const SearchSpace& space, const JournalTrial& t) {
   return *c;
 }
 
+// The run's own word on its answer (the last `answer` record) over what
+// the rule, replayed, gives: a build whose rule changed still reports the
+// answer the run printed. Its figure is its latest ok measurement.
+void read_answer(const SearchSpace& space, const JournalAnswer& a, Study& r, std::string& rule) {
+  if (!a.rule.empty()) rule = a.rule;
+  if (!a.config) return;
+  const auto c = space.from_assignment(*a.config);
+  if (!c) throw JournalError("the answer record's configuration is outside the journal's space");
+  if (r.best == c) return;
+  std::optional<Outcome> seen;
+  for (const auto* records : {&r.trials, &r.confirmations})
+    for (const TrialRecord& t : *records)
+      if (t.config == *c && t.outcome.ok()) seen = t.outcome;
+  if (!seen) throw JournalError("the answer record names a configuration with no ok measurement");
+  r.best = *c;
+  r.best_outcome = *seen;
+  r.nearer_than.reset();
+}
+
 // run_tuning's ending, from the record: the strategy's recommendation, then
 // the confirmations, then the baseline.
 std::string decide_answer(const Spec& spec, const JournalContents& j, Study& r) {
-  std::string rule;
+  std::string strategy_named;  // empty: a strategy this build does not know
+  bool explanation_moved = false;
   std::unique_ptr<Strategy> strategy;
   // A journal that says what the strategy recommended needs no replay.
   if (!j.recommendation && find_strategy(spec.search.strategy))
@@ -118,12 +138,9 @@ std::string decide_answer(const Spec& spec, const JournalContents& j, Study& r) 
       recommended = spec.space.from_assignment(**j.recommendation);
       if (!recommended) throw JournalError("the recommended configuration is outside the journal's space");
     }
-    rule = fmt::format("the {} strategy's recommendation among the measured configurations", spec.search.strategy);
-  } else {
-    rule = "the fastest measured (the journal names a strategy this build does not know)";
+    strategy_named = spec.search.strategy;
   }
   r.choose_answer(recommended, spec.search.initial, spec.space.index_of("precision"));
-  if (r.nearer_than) rule += ", then among those within the noise of it the one closest to the baseline";
 
   // The measurements after the search, each where the run kept it.
   for (const auto& t : j.trials)
@@ -137,17 +154,16 @@ std::string decide_answer(const Spec& spec, const JournalContents& j, Study& r) 
     // An older journal does not say how many were to be confirmed: those it measured.
     const int n = spec.search.confirm > 0 ? spec.search.confirm : static_cast<int>(confirmed_configs.size());
     choose_confirmed(confirm_candidates(r.trials, r.best, n), r);
-    rule += ", re-measured after the search and chosen on the mean of its runs";
   }
   if (!spec.search.initial.empty()) r.find_baseline(spec.search.initial.front());
   if (spec.search.explain && r.baseline) {
     const std::optional<Config> before = r.best;
     explain_answer(r, spec.space, [&r](const Config& c) { return earlier_measurement(r, c); });
-    if (r.best != before) rule += ", with the knobs worth less than the noise put back to the baseline's";
+    explanation_moved = r.best != before;
   }
   r.keep_baseline_unless_shown_faster();
-  if (r.kept_baseline_over)
-    rule += "; measured again side by side it was not shown to be faster than the baseline, which is kept";
+  std::string rule = answer_rule_words(strategy_named, r, explanation_moved);
+  if (!j.answers.empty()) read_answer(spec.space, j.answers.back(), r, rule);
   return rule;
 }
 

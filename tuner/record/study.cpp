@@ -3,6 +3,9 @@
 #include <algorithm>
 #include <set>
 #include <cmath>
+#include <string_view>
+
+#include <fmt/format.h>
 
 #include "core/metric_names.hpp"
 #include "tuner/record/journal.hpp"
@@ -253,6 +256,18 @@ void Study::keep_baseline_unless_shown_faster() {
   kept_baseline_over = best;
   best = baseline->config;
   best_outcome = baseline->outcome;
+}
+
+std::string answer_rule_words(std::string_view strategy, const Study& r, bool explanation_moved) {
+  std::string rule = strategy.empty()
+                         ? std::string("the fastest measured (the journal names a strategy this build does not know)")
+                         : fmt::format("the {} strategy's recommendation among the measured configurations", strategy);
+  if (r.nearer_than) rule += ", then among those within the noise of it the one closest to the baseline";
+  if (!r.confirmations.empty()) rule += ", re-measured after the search and chosen on the mean of its runs";
+  if (explanation_moved) rule += ", with the knobs worth less than the noise put back to the baseline's";
+  if (r.kept_baseline_over)
+    rule += "; measured again side by side it was not shown to be faster than the baseline, which is kept";
+  return rule;
 }
 
 }  // namespace autotune

@@ -137,6 +137,13 @@ struct Study {
   std::optional<Config> kept_baseline_over;
 };
 
+// How the study's answer was chosen, in words: the strategy's
+// recommendation (`strategy` empty: the fastest measured, the strategy
+// unknown to this build), then Occam's step, the confirmations, the
+// explanation (`explanation_moved`: it put knobs back) and the side-by-side
+// re-measurement, as far as each applied.
+std::string answer_rule_words(std::string_view strategy, const Study& r, bool explanation_moved);
+
 // ln(answer / baseline) of each side-by-side pair (baseline_again[i],
 // answer_again[i]); nullopt when a measurement of a pair is not ok.
 std::optional<std::vector<double>> paired_log_ratios(const Study& s);

@@ -89,6 +89,7 @@ class TuningRun final : public TrialSource, public TrialObserver {
     };
     if (m_spec.search.confirm > 0 && going_on()) guarded([&] { confirm(); });
     if (!m_spec.search.initial.empty()) m_study.find_baseline(m_spec.search.initial.front());
+    const std::optional<Config> before_explaining = m_study.best;
     if (m_spec.search.explain && going_on()) guarded([&] { explain(); });
     if (const int rounds = remeasure_rounds(m_spec); rounds > 0 && going_on()) {
       guarded([&] { remeasure(rounds); });
@@ -96,12 +97,36 @@ class TuningRun final : public TrialSource, public TrialObserver {
     }
     m_progress.finish();
     m_study.elapsed_s = elapsed();
-    // Journaled, so that the report and a resume read how it ended.
+    // Journaled, so that the report reads the answer as printed, and how the run ended.
+    if (m_study.stopped_by != RunEnd::failed)
+      guarded([&] { m_journal->answered(answer_record(m_study.best != before_explaining)); });
     guarded([&] {
       m_journal->ended({std::string(run_end_name(m_study.stopped_by)), m_spec.search.budget_trials,
                         m_spec.search.budget_seconds, m_study.elapsed_s, m_study.failure});
     });
     return std::move(m_study);
+  }
+
+  // The answer as the summary prints it (JournalAnswer).
+  JournalAnswer answer_record(bool explanation_moved) const {
+    JournalAnswer a;
+    if (m_study.best) a.config = m_space.to_assignment(*m_study.best);
+    a.rule = answer_rule_words(m_strategy->name(), m_study, explanation_moved);
+    if (const auto shown = m_study.shown()) {
+      a.throughput = shown->answer;
+      a.baseline_throughput = shown->baseline;
+      a.runs = shown->runs;
+      a.remeasured = shown->remeasured;
+    }
+    if (const auto x = m_study.speedup()) {
+      a.speedup = x->ratio;
+      a.low = x->low;
+      a.high = x->high;
+      a.others_cores = x->others;
+    }
+    if (m_study.kept_baseline_over) a.kept_baseline_over = m_space.to_assignment(*m_study.kept_baseline_over);
+    a.time = elapsed();
+    return a;
   }
 
   // The source: re-runs first, then the strategy.

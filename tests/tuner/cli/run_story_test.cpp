@@ -15,6 +15,8 @@
 #include <string>
 #include <thread>
 
+#include <nlohmann/json.hpp>
+
 #include "tests/support/shell.hpp"
 #include "tests/support/test_dir.hpp"
 
@@ -138,6 +140,62 @@ TEST_F(RunStory, TheAnswersFigureIsTheRemeasuredOneEverywhere) {
   const std::string html = read(m_dir / "tuned.report.html");
   EXPECT_NE(html.find("<p class=\"big\">150.0 samples/s"), std::string::npos);
   EXPECT_EQ(html.find("<p class=\"big\">200.0"), std::string::npos);
+}
+
+// The run journals its answer as it printed it (an `answer` record before
+// its `end`), and the report reads that record rather than deciding again.
+TEST_F(RunStory, TheJournalKeepsTheAnswerAsPrintedAndTheReportReadsIt) {
+  std::ofstream(m_dir / "job.sh") << "case \"$AUTOTUNE_X\" in 1) t=100;; 2) t=150;; *) t=140;; esac\n"
+                                     "echo \"{\\\"throughput\\\": $t}\"\n";
+  const fs::path spec = m_dir / "space.yaml";
+  std::ofstream(spec) << "workload: {kind: command, command: \"sh " << (m_dir / "job.sh").string() << "\"}\n"
+                      << "space:\n  x: {values: [1, 2, 3]}\n"
+                         "search: {strategy: grid, budget: 3, explain: false, race: false, remeasure: 3, busy: ignore, "
+                         "initial: [{x: 1}]}\n"
+                         "output: {tuned: " << (m_dir / "tuned.yaml").string() << "}\n";
+  const auto tuned = run(spec.string());
+  ASSERT_EQ(tuned.status, 0) << tuned.out;
+  EXPECT_NE(tuned.out.find("1.50x the baseline"), std::string::npos) << tuned.out;
+  const fs::path journal = m_dir / "tuned.journal.jsonl";
+  std::vector<std::string> lines;
+  {
+    std::ifstream in(journal);
+    for (std::string line; std::getline(in, line);) lines.push_back(line);
+  }
+  std::size_t at = lines.size();
+  for (std::size_t i = 0; i < lines.size(); ++i)
+    if (lines[i].find("\"type\":\"answer\"") != std::string::npos) {
+      ASSERT_EQ(at, lines.size()) << "one answer record";
+      at = i;
+    }
+  ASSERT_LT(at, lines.size()) << read(journal);
+  ASSERT_EQ(at + 2, lines.size()) << "the answer, then the end: " << read(journal);
+  EXPECT_NE(lines.back().find("\"type\":\"end\""), std::string::npos);
+  const auto answer = nlohmann::json::parse(lines[at]);
+  EXPECT_EQ(answer["config"], nlohmann::json({{"x", 2}}));
+  EXPECT_DOUBLE_EQ(answer["throughput"].get<double>(), 150);
+  EXPECT_DOUBLE_EQ(answer["baseline_throughput"].get<double>(), 100);
+  EXPECT_NEAR(answer["speedup"].get<double>(), 1.5, 1e-9);
+  EXPECT_EQ(answer["runs"], 3);
+  EXPECT_EQ(answer["remeasured"], true);
+  EXPECT_NE(answer["rule"].get<std::string>().find("the grid strategy's recommendation"), std::string::npos);
+  const std::string text = report();
+  EXPECT_NE(text.find("answer:   x=2"), std::string::npos) << text;
+  EXPECT_NE(text.find("chosen as " + answer["rule"].get<std::string>()), std::string::npos) << text;
+
+  // The record is what the report reads: naming another measured
+  // configuration and another rule, the report follows it.
+  auto edited = answer;
+  edited["config"] = {{"x", 3}};
+  edited["rule"] = "the rule this run printed";
+  lines[at] = edited.dump();
+  {
+    std::ofstream out(journal, std::ios::trunc);
+    for (const auto& line : lines) out << line << "\n";
+  }
+  const std::string followed = report();
+  EXPECT_NE(followed.find("answer:   x=3"), std::string::npos) << followed;
+  EXPECT_NE(followed.find("chosen as the rule this run printed"), std::string::npos) << followed;
 }
 
 }  // namespace

@@ -194,6 +194,7 @@ TEST(Report, TheAnswerComesFromTheJournaledRecommendationNotAReplay) {
         EXPECT_TRUE(rec["config"].is_object());
       }
       if (rec["type"] == "header") rec["strategy"] = "retired";  // a strategy this build does not know
+      if (rec["type"] == "answer") continue;  // a journal from before the answer record: the rule decides
       lines.push_back(rec.dump());
     }
   }
