@@ -4,117 +4,22 @@
 #include "tuner/record/time_split.hpp"
 #include "tuner/record/same_training.hpp"
 #include "tuner/record/tuning_time.hpp"
+#include "tuner/record/export_format.hpp"
+#include "tuner/record/yaml_emit.hpp"
 
-#include <cctype>
 #include <cmath>
 #include <map>
-#include <set>
 #include <stdexcept>
-#include <string_view>
 #include <vector>
 
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
 
-#include "core/knobs.hpp"
 #include "core/metric_names.hpp"
 #include "workloads/atomic_file.hpp"
 
 namespace autotune {
 namespace {
-
-// Whether every YAML reader takes `s`, written plain, for this same string.
-// YAML 1.1 (PyYAML) reads yes/no/on/off/y/n as booleans, 0x10, 0o7, 0b1, 1_000
-// and 1:20 as integers, 1e3 and .inf as floats, 2024-01-01 as a date, ~ and
-// null as null; YAML 1.2 fewer of them. Rather than mirror each resolver,
-// plain is kept for the shape none of them types: a letter, _ or / first,
-// then letters, digits and _ . - / +, and none of the special words.
-bool plain_is_string(std::string_view s) {
-  if (s.empty()) return false;
-  const auto first = static_cast<unsigned char>(s[0]);
-  if (!std::isalpha(first) && first != '_' && first != '/') return false;
-  for (unsigned char c : s)
-    if (!std::isalnum(c) && c != '_' && c != '.' && c != '-' && c != '/' && c != '+') return false;
-  std::string lower(s);
-  for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  static const std::set<std::string, std::less<>> kWords = {"y",   "n",     "yes",  "no",  "on",  "off",
-                                                            "true", "false", "null", "nan", "inf", "infinity"};
-  return !kWords.contains(lower);
-}
-
-// A string, quoted when written plain it would read as another type.
-void emit_string(YAML::Emitter& e, std::string_view s) {
-  if (plain_is_string(s)) e << std::string(s);
-  else e << YAML::DoubleQuoted << std::string(s);
-}
-
-// A number every reader takes for a float: a decimal point or an exponent
-// with its sign (PyYAML reads 1e+20 without a point as a string), .inf, .nan.
-void emit_double(YAML::Emitter& e, double x) {
-  if (std::isnan(x)) {
-    e << ".nan";
-    return;
-  }
-  if (std::isinf(x)) {
-    e << (x > 0 ? ".inf" : "-.inf");
-    return;
-  }
-  std::string t = fmt::format("{}", x);
-  if (t.find('.') == std::string::npos) {
-    const auto exp = t.find_first_of("eE");
-    t.insert(exp == std::string::npos ? t.size() : exp, ".0");
-  }
-  e << t;
-}
-
-// A count of bytes as an integer; a figure past int64's range (a job's
-// garbage) as a float rather than wrapped to a negative integer.
-void emit_bytes(YAML::Emitter& e, double v) {
-  const double r = std::round(v);
-  if (r >= -9.223372036854775808e18 && r < 9.223372036854775808e18) e << static_cast<std::int64_t>(r);
-  else emit_double(e, v);
-}
-
-void emit_value(YAML::Emitter& e, const Value& v) {
-  if (is_int(v)) e << std::get<std::int64_t>(v);
-  else if (is_bool(v)) e << std::get<bool>(v);
-  else emit_string(e, std::get<std::string>(v));
-}
-
-void emit_assignment(YAML::Emitter& e, const Assignment& a) {
-  e << YAML::Flow << YAML::BeginMap;
-  for (const auto& [name, v] : a.items()) {
-    e << YAML::Key;
-    emit_string(e, name);
-    e << YAML::Value;
-    emit_value(e, v);
-  }
-  e << YAML::EndMap;
-}
-
-double round_sig(double x, int digits) {
-  if (x == 0 || !std::isfinite(x)) return x;
-  const double scale = std::pow(10.0, digits - 1 - static_cast<int>(std::floor(std::log10(std::fabs(x)))));
-  return std::round(x * scale) / scale;
-}
-
-// A figure rounded to `digits` significant digits, written as a float.
-struct Float {
-  double x;
-};
-Float sig(double x, int digits) { return {round_sig(x, digits)}; }
-YAML::Emitter& operator<<(YAML::Emitter& e, Float f) {
-  emit_double(e, f.x);
-  return e;
-}
-// A string through emit_string.
-struct Str {
-  std::string_view s;
-};
-YAML::Emitter& operator<<(YAML::Emitter& e, Str s) {
-  emit_string(e, s.s);
-  return e;
-}
 
 void emit_metrics(YAML::Emitter& e, const Outcome& o) {
   e << YAML::BeginMap;
@@ -126,171 +31,6 @@ void emit_metrics(YAML::Emitter& e, const Outcome& o) {
     else if (k.starts_with("throughput_") && k != "throughput_rsd") e << sig(v, 6);  // samples/s, as throughput
     else e << sig(v, 4);
   }
-  e << YAML::EndMap;
-}
-
-// The same configuration in other tools' own keys: every declared knob that
-// shapes the step (grad_accum included) in each tool's own key, and nothing
-// the trials did not run. The precision keys only when the answer changes
-// the baseline's precision (the user's own setting stands otherwise:
-// precision is theirs to give, and a tie never moves it). Where a tool needs
-// a setting that autotune_trial gave it during the trials, the export carries
-// it (python/autotune_trial/_knobs.py, training_arguments), or a note says it
-// when no keyword can.
-struct ExportKnobs {
-  const Value* bs = nullptr;
-  const Value* workers = nullptr;
-  const Value* prefetch = nullptr;  // null where it means nothing (0 workers)
-  const Value* pin = nullptr;
-  const Value* accum = nullptr;
-  const Value* threads = nullptr;  // intra-op threads of each rank
-  std::string prec;  // empty: the answer keeps the baseline's precision (or there is none)
-};
-
-ExportKnobs export_knobs(const Assignment& best, const Assignment* baseline) {
-  ExportKnobs k;
-  k.bs = best.find("batch_size");
-  k.workers = best.find("num_workers");
-  k.prefetch = best.find("prefetch_factor");
-  k.pin = best.find("pin_memory");
-  k.accum = best.find("grad_accum");
-  k.threads = best.find("threads");
-  // PyTorch refuses prefetch_factor when num_workers is 0: the knob table
-  // says when a knob means nothing.
-  if (k.prefetch && !knob_is_active(best, "prefetch_factor")) k.prefetch = nullptr;
-  const Value* precision = best.find("precision");
-  if (precision && baseline)
-    if (const Value* before = baseline->find("precision"); before && *before == *precision) precision = nullptr;
-  if (precision) k.prec = to_string(*precision);
-  return k;
-}
-
-// key: value, only for declared knobs.
-void put_knob(YAML::Emitter& e, const char* key, const Value* v) {
-  if (!v) return;
-  e << YAML::Key << key << YAML::Value;
-  emit_value(e, *v);
-}
-
-// DataLoader(dataset, **torch_dataloader): the loader's keywords, as
-// autotune_trial.loader_arguments passes them.
-void emit_torch_dataloader(YAML::Emitter& e, const ExportKnobs& k) {
-  e << YAML::Key << "torch_dataloader" << YAML::Value << YAML::Flow << YAML::BeginMap;
-  put_knob(e, "batch_size", k.bs);
-  put_knob(e, "num_workers", k.workers);
-  put_knob(e, "prefetch_factor", k.prefetch);
-  put_knob(e, "pin_memory", k.pin);
-  e << YAML::EndMap;
-}
-
-// What a plain PyTorch loop does with the rest: step the optimizer every
-// grad_accum micro-batches; autocast's dtype (null: none) and TF32 matmuls.
-void emit_torch_loop(YAML::Emitter& e, const ExportKnobs& k) {
-  e << YAML::Key << "torch_loop" << YAML::Value << YAML::Flow << YAML::BeginMap;
-  put_knob(e, "optimizer_step_every", k.accum);
-  if (!k.prec.empty()) {
-    e << YAML::Key << "autocast_dtype" << YAML::Value;
-    if (k.prec == "bf16") e << "bfloat16";
-    else if (k.prec == "fp16") e << "float16";
-    else e << YAML::Null;
-    e << YAML::Key << "allow_tf32" << YAML::Value << (k.prec == "tf32");
-  }
-  e << YAML::EndMap;
-}
-
-void emit_hf_training_arguments(YAML::Emitter& e, const ExportKnobs& k) {
-  const bool has_workers = k.workers && to_number(*k.workers) > 0;
-  e << YAML::Key << "hf_training_arguments" << YAML::Value << YAML::Flow << YAML::BeginMap;
-  put_knob(e, "per_device_train_batch_size", k.bs);
-  put_knob(e, "gradient_accumulation_steps", k.accum);
-  put_knob(e, "dataloader_num_workers", k.workers);
-  if (k.prefetch) put_knob(e, "dataloader_prefetch_factor", k.prefetch);
-  // The Trainer passes its prefetch_factor (None by default) to the
-  // DataLoader, which torch before 2.0 refuses: the helper wrote torch's
-  // default there, which torch 2 uses for None.
-  else if (has_workers) e << YAML::Key << "dataloader_prefetch_factor" << YAML::Value << 2;
-  put_knob(e, "dataloader_pin_memory", k.pin);
-  if (!k.prec.empty()) {  // stated for fp32 too: `bf16: false` overrides a script's own default
-    e << YAML::Key << "bf16" << YAML::Value << (k.prec == "bf16");
-    e << YAML::Key << "fp16" << YAML::Value << (k.prec == "fp16");
-    e << YAML::Key << "tf32" << YAML::Value << (k.prec == "tf32");
-  }
-  e << YAML::EndMap;
-}
-
-void emit_lightning_trainer(YAML::Emitter& e, const ExportKnobs& k) {
-  e << YAML::Key << "lightning_trainer" << YAML::Value << YAML::Flow << YAML::BeginMap;
-  if (!k.prec.empty()) {
-    const char* lp = k.prec == "bf16" ? "bf16-mixed" : k.prec == "fp16" ? "16-mixed" : "32-true";
-    e << YAML::Key << "precision" << YAML::Value << lp;
-  }
-  put_knob(e, "accumulate_grad_batches", k.accum);
-  e << YAML::EndMap;
-}
-
-void emit_deepspeed(YAML::Emitter& e, const ExportKnobs& k) {
-  e << YAML::Key << "deepspeed" << YAML::Value << YAML::Flow << YAML::BeginMap;
-  put_knob(e, "train_micro_batch_size_per_gpu", k.bs);
-  put_knob(e, "gradient_accumulation_steps", k.accum);
-  if (!k.prec.empty()) {  // stated for fp32 too, as above
-    e << YAML::Key << "bf16" << YAML::Value << YAML::BeginMap << YAML::Key << "enabled" << YAML::Value
-      << (k.prec == "bf16") << YAML::EndMap;
-    e << YAML::Key << "fp16" << YAML::Value << YAML::BeginMap << YAML::Key << "enabled" << YAML::Value
-      << (k.prec == "fp16");
-    if (k.prec == "fp16") e << YAML::Key << "loss_scale" << YAML::Value << 0;
-    e << YAML::EndMap;
-  }
-  e << YAML::EndMap;
-}
-
-// Intra-op threads are each process's own: every rank of the job gets them,
-// from its environment as it starts or from torch.set_num_threads.
-void emit_threads(YAML::Emitter& e, const ExportKnobs& k) {
-  if (!k.threads) return;
-  e << YAML::Key << "environment" << YAML::Value << YAML::Flow << YAML::BeginMap;
-  put_knob(e, "OMP_NUM_THREADS", k.threads);
-  e << YAML::EndMap;
-  e << YAML::Key << "torch" << YAML::Value << YAML::Flow << YAML::BeginMap;
-  put_knob(e, "set_num_threads", k.threads);
-  e << YAML::EndMap;
-}
-
-// What no keyword can carry.
-void emit_export_notes(YAML::Emitter& e, const ExportKnobs& k) {
-  std::vector<std::string> notes;
-  if (k.threads) {
-    const std::string n = to_string(*k.threads);
-    notes.push_back(fmt::format("threads: {} intra-op threads per rank (each process of the job, every rank of "
-                                "torchrun): OMP_NUM_THREADS={} in the job's environment, or "
-                                "torch.set_num_threads({}) in each rank",
-                                n, n, n));
-  }
-  if (k.prec == "tf32")
-    notes.emplace_back("tf32: call torch.backends.cuda.matmul.allow_tf32 = True (Lightning: "
-                       "torch.set_float32_matmul_precision('high'))");
-  // transformers 4.36-4.38 pass prefetch_factor=None to a DataLoader of 0
-  // workers, which torch before 2.0 refuses, and TrainingArguments refuses
-  // any other value there (autotune_trial's HFCallback sets it as the Trainer is made).
-  if (k.workers && to_number(*k.workers) == 0)
-    notes.emplace_back("hf_training_arguments, with torch before 2.0: after args = TrainingArguments(...), set "
-                       "args.dataloader_prefetch_factor = 2 (at 0 workers TrainingArguments refuses it as a "
-                       "keyword, and the Trainer's DataLoader refuses the None it passes otherwise)");
-  if (notes.empty()) return;
-  e << YAML::Key << "notes" << YAML::Value << YAML::BeginSeq;
-  for (const auto& n : notes) e << Str{n};
-  e << YAML::EndSeq;
-}
-
-void emit_exports(YAML::Emitter& e, const Assignment& best, const Assignment* baseline) {
-  const ExportKnobs k = export_knobs(best, baseline);
-  e << YAML::Key << "exports" << YAML::Value << YAML::BeginMap;
-  emit_torch_dataloader(e, k);
-  emit_torch_loop(e, k);
-  emit_hf_training_arguments(e, k);
-  emit_lightning_trainer(e, k);
-  emit_deepspeed(e, k);
-  emit_threads(e, k);
-  emit_export_notes(e, k);
   e << YAML::EndMap;
 }
 

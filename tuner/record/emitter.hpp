@@ -2,8 +2,9 @@
 // tuned.yaml: the best feasible configuration, its metrics, the baseline and
 // speedup, a search summary, and the same answer in the keys of PyTorch's
 // DataLoader, Hugging Face's TrainingArguments, Lightning's Trainer and
-// DeepSpeed's config. Written atomically (temp file + rename). yaml-cpp is
-// used here and in the spec loader only.
+// DeepSpeed's config (the export formats, tuner/record/export_format.hpp).
+// Written atomically (temp file + rename). yaml-cpp is used here, in the
+// export formats and in the spec loader only.
 #include <filesystem>
 #include <string>
 
