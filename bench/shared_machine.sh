@@ -7,23 +7,29 @@
 #   2. tuned again (same seed) while a busy loop takes one core from a third
 #      of the quiet run's time on; the loop is started and ended by its pid;
 #   3. timed independently on the quiet machine: the baseline, the quiet
-#      answer and the loaded answer measured by `autotune trial`, interleaved,
+#      answer and the loaded answer, each the script run by hand in a fresh
+#      process and timed for 30 s (TRUTH=trial: by `autotune trial`), interleaved,
 #      ROUNDS times each; the medians' ratios are the truth the printed
 #      speedups are held against;
 #   4. timed again with the busy loop running: the baseline and the loaded
 #      answer, interleaved, ROUNDS times each: what a user whose machine
 #      stays that busy sees.
-#   bench/shared_machine.sh [ROUNDS]    (default 4; AUTOTUNE=path: another binary; JOBS="images startup")
+#   bench/shared_machine.sh [ROUNDS]    (default 4; AUTOTUNE=path: another binary; JOBS="images startup";
+#                                        TRUTH=long (default: configs/train_images.py run by hand, in a
+#                                        fresh process, SECONDS_TIMED=30 s timed) or trial (`autotune
+#                                        trial`: a cold start and the helper's own rule, about 10 s))
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
 bin=$(realpath "${AUTOTUNE:-build/autotune}")
 rounds=${1:-4}
+truth=${TRUTH:-long}     # long: the script by hand, $seconds s timed; trial: `autotune trial` (cold, the helper's rule)
+seconds=${SECONDS_TIMED:-30}
 work=$(mktemp -d /tmp/autotune_shared.XXXXXX)
 loop_pid=
 trap '[ -n "$loop_pid" ] && kill "$loop_pid" 2>/dev/null; rm -rf "$work"' EXIT
 echo "machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(nproc) cores; $(date -u +%Y-%m-%dT%H:%MZ)"
-echo "autotune $(git rev-parse --short HEAD 2>/dev/null || echo '?')$(git diff --quiet 2>/dev/null || echo '+changes'); $rounds independent rounds"
+echo "autotune $(git rev-parse --short HEAD 2>/dev/null || echo '?')$(git diff --quiet 2>/dev/null || echo '+changes'); $rounds independent rounds ($truth$([ "$truth" = long ] && echo ", ${seconds}s timed"))"
 
 spec_for() {  # job -> spec path
   local job=$1
@@ -38,7 +44,13 @@ best_json() {  # tuned.yaml -> the answer as a JSON object
   python3 -c 'import json,sys,yaml; print(json.dumps(yaml.safe_load(open(sys.argv[1]))["best"]))' "$1"
 }
 trial_tp() {  # spec values -> throughput of one independent measurement
-  "$bin" trial "$1" --values "$2" 2>/dev/null | python3 -c 'import json,sys; print(json.loads(sys.stdin.read().strip().splitlines()[-1]).get("throughput", 0))'
+  if [ "$truth" = long ]; then
+    # The script run by hand in a fresh process, SECONDS of timed windows.
+    env $(python3 -c 'import json,sys; print(" ".join(f"AUTOTUNE_{k.upper()}={str(v).lower() if isinstance(v, bool) else v}" for k, v in json.loads(sys.argv[1]).items()))' "$2") \
+      PYTHONPATH="$root/python" python3 "$root/bench/long_timing.py" "$seconds" "$root/configs/train_images.py" 2>/dev/null
+  else
+    "$bin" trial "$1" --values "$2" 2>/dev/null
+  fi | python3 -c 'import json,sys; print(json.loads(sys.stdin.read().strip().splitlines()[-1]).get("throughput", 0))'
 }
 
 for job in ${JOBS:-images startup}; do
