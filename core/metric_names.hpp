@@ -82,6 +82,16 @@ inline constexpr const char* rank_data_wait_max = "rank_data_wait_max";
 inline constexpr const char* rank_waiting_most = "rank_waiting_most";
 inline std::string rank_metric(long rank, const char* what) { return "rank" + std::to_string(rank) + "_" + what; }
 
+// The built-in cuda harness (workloads/cuda/cuda_workload.hpp): the step's
+// device time, the loader gate's timeouts, the GEMM and model TFLOP/s, and
+// under fp16 the steps the loss scaler skipped and its last scale.
+inline constexpr const char* step_device_seconds = "step_device_seconds";
+inline constexpr const char* gate_timeouts = "gate_timeouts";
+inline constexpr const char* gemm_tflops = "gemm_tflops";
+inline constexpr const char* model_tflops = "model_tflops";
+inline constexpr const char* skipped_steps = "skipped_steps";
+inline constexpr const char* loss_scale = "loss_scale";
+
 // The training itself.
 inline constexpr const char* loss = "loss";
 

@@ -117,17 +117,6 @@ std::string machine_line(const Study& r) {
   return line + "; most beside: " + most + "; figures taken under load scatter" + controls;
 }
 
-// When the answer's loader workers and threads (over all ranks) outnumber
-// the cores here, saying so: what wins on a quiet machine loses on a busy one.
-std::string cores_line(const Spec& spec, const Config& best) {
-  const auto asked = cores_asked(spec, best);
-  const int cores = usable_cores();
-  if (!asked || asked->total() <= cores) return {};
-  return fmt::format("the answer asks for {} processes on {} cores: it counts on cores that other work on this "
-                     "machine would take; under load, fewer may be faster",
-                     asked->describe(), cores);
-}
-
 // " (1.80-2.00x at 90%, 4 pairs)", or empty without an interval.
 std::string interval_words(const Study::Speedup& x) {
   if (!x.low || !x.high) return {};
@@ -192,7 +181,7 @@ void print_summary(const Spec& spec, const Study& r) {
     } else if (const TimeSplit after = time_split(*r.best_outcome); after.known()) {
       std::cout << "        " << describe(after) << "\n";
     }
-    if (const std::string cores = cores_line(spec, *r.best); !cores.empty()) std::cout << "cores:  " << cores << "\n";
+    if (const std::string cores = cores_warning(spec, *r.best); !cores.empty()) std::cout << "cores:  " << cores << "\n";
   } else {
     std::cout << "no configuration ran successfully\n";
   }

@@ -1,6 +1,7 @@
 #include "tuner/record/emitter.hpp"
 
 #include "tuner/record/drift.hpp"
+#include "core/machine.hpp"
 #include "tuner/record/time_split.hpp"
 #include "tuner/record/same_training.hpp"
 #include "tuner/record/tuning_time.hpp"
@@ -240,6 +241,16 @@ void emit_search(YAML::Emitter& e, const Spec& spec, const Study& r) {
   e << YAML::EndMap;
 }
 
+// The answer asks for more processes than the cores here (cores_warning).
+void emit_cores(YAML::Emitter& e, const Spec& spec, const Config& best) {
+  const std::string warning = cores_warning(spec, best);
+  if (warning.empty()) return;
+  const auto asked = cores_asked(spec, best);
+  e << YAML::Key << "cores" << YAML::Value << YAML::BeginMap << YAML::Key << "asked" << YAML::Value
+    << asked->total() << YAML::Key << "here" << YAML::Value << usable_cores() << YAML::Key << "note"
+    << YAML::Value << warning << YAML::EndMap;
+}
+
 }  // namespace
 
 std::string render_tuned_yaml(const Spec& spec, const Study& r) {
@@ -256,6 +267,7 @@ std::string render_tuned_yaml(const Spec& spec, const Study& r) {
   emit_knobs(e, spec.space, r.knobs);
   emit_same_training(e, spec, r);
   emit_time_split(e, r);
+  if (best) emit_cores(e, spec, *r.best);
   emit_confirm(e, spec, r.confirmed);
   emit_search(e, spec, r);
   if (best) emit_exports(e, *best, baseline_config ? &*baseline_config : nullptr);

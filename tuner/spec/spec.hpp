@@ -138,6 +138,10 @@ struct CoresAsked {
   std::string describe() const;
 };
 std::optional<CoresAsked> cores_asked(const Spec& spec, const Config& config);
+// When `config` asks for more processes than the cores here, saying so ("the
+// answer asks for 2 ranks x (3 workers + 1 thread) = 8 processes on 2 cores:
+// ..."); empty when it keeps within them.
+std::string cores_warning(const Spec& spec, const Config& config);
 
 // What a strategy is given for one run over `space`.
 StrategyContext strategy_context(const SearchSpace& space, std::uint64_t seed, int budget,

@@ -3,6 +3,8 @@
 
 #include <fmt/format.h>
 
+#include "core/machine.hpp"
+
 namespace autotune {
 
 int remeasure_rounds(const Spec& spec) {
@@ -41,6 +43,15 @@ std::optional<CoresAsked> cores_asked(const Spec& spec, const Config& config) {
   if (threads)
     if (auto t = int_at(*threads)) out.threads = std::max<std::int64_t>(1, *t);
   return out;
+}
+
+std::string cores_warning(const Spec& spec, const Config& config) {
+  const auto asked = cores_asked(spec, config);
+  const int cores = usable_cores();
+  if (!asked || asked->total() <= cores) return {};
+  return fmt::format("the answer asks for {} processes on {} cores: it counts on cores that other work on this "
+                     "machine would take; under load, fewer may be faster",
+                     asked->describe(), cores);
 }
 
 }  // namespace autotune

@@ -190,17 +190,17 @@ class CudaWorkload final : public Workload {
     const std::int64_t samples_per_step = k.loader.batch_size * k.grad_accum;
     o.metrics[metric::gpu_busy] =
         gpu_busy_fraction(trainer.step_device_seconds(), steps.r.throughput, samples_per_step);
-    o.metrics["step_device_seconds"] = trainer.step_device_seconds();
-    o.metrics["gate_timeouts"] = gate.timeouts();
+    o.metrics[metric::step_device_seconds] = trainer.step_device_seconds();
+    o.metrics[metric::gate_timeouts] = gate.timeouts();
     o.metrics[metric::vram_bytes] = peak_used;
     o.metrics[metric::vram_own_bytes] = arena.peak();
     o.metrics[metric::vram_context_bytes] = vram.context_bytes;
     o.metrics[metric::vram_estimate_bytes] = vram.estimate + vram.context_bytes;
-    o.metrics["gemm_tflops"] = gemm_tflops;
-    o.metrics["model_tflops"] = shape.flops_per_sample() * steps.r.throughput / 1e12;
+    o.metrics[metric::gemm_tflops] = gemm_tflops;
+    o.metrics[metric::model_tflops] = shape.flops_per_sample() * steps.r.throughput / 1e12;
     if (*precision == Precision::fp16) {
-      o.metrics["skipped_steps"] = static_cast<double>(trainer.last().skipped_steps);
-      o.metrics["loss_scale"] = trainer.last().loss_scale;
+      o.metrics[metric::skipped_steps] = static_cast<double>(trainer.last().skipped_steps);
+      o.metrics[metric::loss_scale] = trainer.last().loss_scale;
     }
     judge_trial_end(o, TrialEnd{trainer.loss(), peak_used, vram.limit, o.metrics[metric::ram_bytes], ram_limit});
     return o;

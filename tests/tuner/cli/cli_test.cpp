@@ -351,6 +351,14 @@ TEST_F(Cli, ValidateCountsEachConfigurationsProcessesAgainstTheCores) {
   EXPECT_NE(r.out.find(fmt::format("valid: {} configurations", within)), std::string::npos) << r.out;
   EXPECT_NE(r.out.find(fmt::format("{} of {} keep within the cores", within, within)), std::string::npos) << r.out;
   EXPECT_EQ(r.out.find("warning: beyond the cores"), std::string::npos) << r.out;
+  // An answer within the cores: no cores line, and none in tuned.yaml.
+  auto within_spec = write("within.yaml", space + "constraints: {ranks: 2, rules: [\"ranks * (num_workers + threads) <= cores\"]}\n"
+                                                  "search: {strategy: grid}\noutput: {tuned: " +
+                                                  (m_dir / "within.yaml.tuned").string() + "}\n");
+  r = run("--config " + within_spec.string());
+  ASSERT_EQ(r.status, 0) << r.out;
+  EXPECT_EQ(r.out.find("cores:  "), std::string::npos) << r.out;
+  EXPECT_FALSE(YAML::LoadFile((m_dir / "within.yaml.tuned").string())["cores"]) << r.out;
 }
 
 // The summary says when the answer asks for more processes than there are cores.
@@ -370,6 +378,12 @@ TEST_F(Cli, TheSummarySaysWhenTheAnswerAsksForMoreProcessesThanCores) {
                                    cores)),
             std::string::npos)
       << r.out;
+  // tuned.yaml says it too.
+  const YAML::Node y = YAML::LoadFile((m_dir / "tuned.yaml").string());
+  ASSERT_TRUE(y["cores"]) << r.out;
+  EXPECT_EQ(y["cores"]["asked"].as<int>(), 18);
+  EXPECT_EQ(y["cores"]["here"].as<int>(), cores);
+  EXPECT_NE(y["cores"]["note"].as<std::string>().find("under load, fewer may be faster"), std::string::npos);
 }
 
 TEST_F(Cli, OverridesAndResumeContinueWithoutRerunning) {
