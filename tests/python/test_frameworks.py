@@ -500,6 +500,80 @@ for path in sys.argv[1:]:
 """
 
 
+HF_RANKS_JOB = """
+    import json, os
+    import torch, transformers
+    from torch.utils.data import Dataset
+    import autotune_trial
+
+    SEQ = 32
+
+    class Samples(Dataset):
+        def __len__(self):
+            return 1_000_000
+        def __getitem__(self, i):
+            g = torch.Generator().manual_seed(i)
+            return {"input_ids": torch.randint(2, 512, (SEQ,), generator=g),
+                    "attention_mask": torch.ones(SEQ, dtype=torch.long), "labels": i % 2}
+
+    config = transformers.BertConfig(vocab_size=512, hidden_size=32, num_hidden_layers=1, num_attention_heads=2,
+                                     intermediate_size=64, max_position_embeddings=SEQ, num_labels=2)
+    model = transformers.BertForSequenceClassification(config)
+    for p in autotune_trial.trials(batch_size=16, num_workers=0, max_steps=10_000):
+        with open("ran.txt", "a") as f:
+            f.write(json.dumps({"trial": int(os.environ["AUTOTUNE_TRIAL"]), "rank": int(os.environ["RANK"]),
+                                "pid": os.getpid(), "batch_size": p.batch_size,
+                                "num_workers": p.num_workers}) + "\\n")
+        args = transformers.TrainingArguments(output_dir="out", max_steps=p.max_steps, report_to=[],
+                                              save_strategy="no", disable_tqdm=True, logging_strategy="no",
+                                              use_cpu=True, ddp_backend="gloo",
+                                              **autotune_trial.training_arguments(p))
+        transformers.Trainer(model=model, args=args, train_dataset=Samples(),
+                             callbacks=[autotune_trial.HFCallback(p, RULE)]).train()
+""".replace("RULE", RULE)
+
+
+class HuggingFaceRanks(unittest.TestCase):
+    @require_frameworks
+    def test_warm_trials_of_a_trainer_under_torchrun_at_two_ranks(self):
+        # A Trainer in each of 2 gloo ranks under torchrun, warm: every rank
+        # runs each trial's knobs in one launch, and start-up is paid once.
+        import socket
+        with socket.socket() as sock:
+            sock.bind(("127.0.0.1", 0))
+            port = sock.getsockname()[1]
+        command = (f"{PYTHON} -m torch.distributed.run --nnodes 1 --nproc_per_node 2 --master_addr 127.0.0.1 "
+                   f"--master_port {port} --redirects 9:0 --tee 9:0 job.py")
+        with tempfile.TemporaryDirectory() as d:
+            with open(os.path.join(d, "job.py"), "w") as f:
+                f.write(textwrap.dedent(HF_RANKS_JOB))
+            with open(os.path.join(d, "space.yaml"), "w") as f:
+                f.write(f"workload: {{kind: command, command: '{command}', timeout: 120s, warm: true}}\n"
+                        "space:\n  batch_size: [8, 16]\n  num_workers: [0, 1]\n"
+                        "search: {strategy: grid, remeasure: 0, explain: false, race: false, busy: ignore}\n")
+            e = {k: v for k, v in os.environ.items() if k != "PYTHONPATH" and not k.startswith("AUTOTUNE_")}
+            p = subprocess.run([os.environ["AUTOTUNE_BINARY"], "--config", "space.yaml"], cwd=d, env=e,
+                               capture_output=True, text=True, timeout=300)
+            self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+            with open(os.path.join(d, "tuned.journal.jsonl")) as f:
+                finished = [t for t in map(json.loads, f) if t.get("type") == "finish" and not t.get("control")]
+            self.assertEqual(len(finished), 4, finished)
+            self.assertEqual({t["status"] for t in finished}, {"ok"}, [t.get("reason") for t in finished])
+            with open(os.path.join(d, "ran.txt")) as f:
+                ran = [json.loads(line) for line in f]
+            self.assertEqual(len({r["pid"] for r in ran}), 2, "one launch: the same two processes throughout")
+            for t in finished:
+                rows = [r for r in ran if r["trial"] == t["trial"]]
+                self.assertEqual(sorted(r["rank"] for r in rows), [0, 1], t["trial"])
+                for r in rows:
+                    self.assertEqual((r["batch_size"], r["num_workers"]),
+                                     (t["config"]["batch_size"], t["config"]["num_workers"]), r)
+                self.assertEqual(t["metrics"]["world_size"], 2, t["metrics"])
+            first = finished[0]["metrics"]["startup_seconds"]
+            for t in finished[1:]:
+                self.assertLess(t["metrics"]["startup_seconds"], first / 2, (first, t["metrics"]))
+
+
 ACCELERATE_JOB = """
     import json, os
     import torch
