@@ -91,6 +91,7 @@ class TuningRun final : public TrialSource, public TrialObserver {
     if (!m_spec.search.initial.empty()) m_study.find_baseline(m_spec.search.initial.front());
     const std::optional<Config> before_explaining = m_study.best;
     if (m_spec.search.explain && going_on()) guarded([&] { explain(); });
+    const bool explanation_moved = m_study.best != before_explaining;
     if (const int rounds = remeasure_rounds(m_spec); rounds > 0 && going_on()) {
       guarded([&] { remeasure(rounds); });
       m_study.keep_baseline_unless_shown_faster();
@@ -99,7 +100,7 @@ class TuningRun final : public TrialSource, public TrialObserver {
     m_study.elapsed_s = elapsed();
     // Journaled, so that the report reads the answer as printed, and how the run ended.
     if (m_study.stopped_by != RunEnd::failed)
-      guarded([&] { m_journal->answered(answer_record(m_study.best != before_explaining)); });
+      guarded([&] { m_journal->answered(answer_record(explanation_moved)); });
     guarded([&] {
       m_journal->ended({std::string(run_end_name(m_study.stopped_by)), m_spec.search.budget_trials,
                         m_spec.search.budget_seconds, m_study.elapsed_s, m_study.failure});
