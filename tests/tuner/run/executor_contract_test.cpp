@@ -11,6 +11,7 @@
 // reason where that cannot start.
 #include <gtest/gtest.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -139,7 +140,7 @@ std::string trial_script(const fs::path& dir) {
          "    done ;;\n"
          "  hang) echo $$ >> \"$dir/hung.pids\"; exec sleep 1000 ;;\n"
          "  crash) kill -SEGV $$ ;;\n"
-         "  fail) echo 'no such file: data.bin' >&2; exit 3 ;;\n"
+         "  fail) echo 'loss is nan' >&2; exit 3 ;;\n"
          "esac\n"
          "echo \"{\\\"throughput\\\": $((100 * x))}\"\n";
 }
@@ -178,7 +179,11 @@ class ExecutorContract : public ::testing::TestWithParam<std::string> {
  protected:
   void SetUp() override {
     clear_interrupt();
-    m_dir = autotune::testing::fresh_test_dir("executor_contract");
+    // Short: the cluster's munge socket lives under it (108 bytes at most).
+    static int made = 0;
+    m_dir = fs::temp_directory_path() / ("autotune_exec_" + std::to_string(::getpid()) + "_" + std::to_string(++made));
+    fs::remove_all(m_dir);
+    fs::create_directories(m_dir);
     if (GetParam() == "slurm" && !enter_slurm_allocation()) return;
     std::ofstream(m_dir / "trial.sh") << trial_script(m_dir);
     std::ofstream(m_dir / "space.yaml")
@@ -376,7 +381,7 @@ TEST_P(ExecutorContract, AnInterruptEndsTheDriversRunWithNothingLeftRunning) {
 
 std::vector<std::string> contract_kinds() { return executor_kind_names(kinds_with_toy()); }
 
-INSTANTIATE_TEST_SUITE_P(Kinds, ExecutorContract, ::testing::ValuesIn(contract_kinds()),
+INSTANTIATE_TEST_SUITE_P(EveryKind, ExecutorContract, ::testing::ValuesIn(contract_kinds()),
                          [](const ::testing::TestParamInfo<std::string>& info) { return info.param; });
 
 // ---- The registry and the toy kind. ----
