@@ -263,11 +263,8 @@ class ExecutorContract : public ::testing::TestWithParam<std::string> {
   std::unique_ptr<Executor> m_executor;
 };
 
-#define SKIP_WHERE_IT_CANNOT_RUN() \
-  if (!m_skip.empty()) GTEST_SKIP() << m_skip
-
 TEST_P(ExecutorContract, EachOutcomeComesBackUnderItsTicketAndAFailingTrialIsAnOutcome) {
-  SKIP_WHERE_IT_CANNOT_RUN();
+  if (!m_skip.empty()) GTEST_SKIP() << m_skip;
   ASSERT_EQ(m_executor->capacity(), kSlots);
   EXPECT_FALSE(m_executor->summary().empty());
   // Tickets are the caller's: any numbers, not in order.
@@ -301,7 +298,7 @@ TEST_P(ExecutorContract, EachOutcomeComesBackUnderItsTicketAndAFailingTrialIsAnO
 }
 
 TEST_P(ExecutorContract, CapacityTrialsRunAtOnceAndAFreedSlotTakesTheNext) {
-  SKIP_WHERE_IT_CANNOT_RUN();
+  if (!m_skip.empty()) GTEST_SKIP() << m_skip;
   // Each `meet` trial finishes ok only once all kSlots have started.
   for (int i = 1; i <= kSlots; ++i) m_executor->submit(i, trial("meet", i), context(i));
   auto met = collect(kSlots);
@@ -315,7 +312,7 @@ TEST_P(ExecutorContract, CapacityTrialsRunAtOnceAndAFreedSlotTakesTheNext) {
 }
 
 TEST_P(ExecutorContract, StopAllEndsEveryRunningTrialAndDropsWhatTheyReport) {
-  SKIP_WHERE_IT_CANNOT_RUN();
+  if (!m_skip.empty()) GTEST_SKIP() << m_skip;
   for (int i = 1; i <= kSlots; ++i) m_executor->submit(i, trial("hang", i), context(i));
   ASSERT_TRUE(within(60, [&] { return pids_in(m_dir / "hung.pids").size() == static_cast<std::size_t>(kSlots); }))
       << "the hanging trials did not start";
@@ -354,7 +351,7 @@ class Seen final : public TrialObserver {
 };
 
 TEST_P(ExecutorContract, AnInterruptEndsTheDriversRunWithNothingLeftRunning) {
-  SKIP_WHERE_IT_CANNOT_RUN();
+  if (!m_skip.empty()) GTEST_SKIP() << m_skip;
   Scheduler scheduler(*m_executor, trial_settings(*m_spec));
   Seen seen;
   Driver driver(scheduler, m_spec->space, {&seen});
