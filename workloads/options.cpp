@@ -15,6 +15,7 @@ std::string_view to_string(OptionType t) {
     case OptionType::string: return "a string";
     case OptionType::duration: return "a duration (e.g. 300s, 5m)";
     case OptionType::bytes: return "a size (e.g. 8GiB, 512MB)";
+    case OptionType::bytes_text: return "a size (e.g. 16G, 512MB)";
     case OptionType::path: return "a path";
     case OptionType::string_list: return "a list of strings";
     case OptionType::string_map: return "a map of strings";

@@ -19,6 +19,7 @@ enum class OptionType {
   string,
   duration,     // "300s", "5m", "1h", or a number of seconds -> double seconds
   bytes,        // "8GiB", "512MB", or a number of bytes -> std::int64_t
+  bytes_text,   // checked as bytes are, kept as written -> std::string ("16G" handed on to srun --mem)
   path,         // string, resolved relative to the spec file's folder
   string_list,  // [a, b, c]
   string_map,   // {KEY: value, ...}

@@ -10,12 +10,9 @@
 #include <fmt/format.h>
 
 #include "search/strategy.hpp"
-#include "tuner/run/slurm_executor.hpp"
 #include "tuner/spec/spec_checks.hpp"
 #include "tuner/run/progress.hpp"
 #include "tuner/record/tuning_time.hpp"
-#include "tuner/run/runner.hpp"
-#include "tuner/run/slots.hpp"
 #include "workloads/options.hpp"
 
 namespace autotune {
@@ -81,34 +78,6 @@ std::unique_ptr<Workload> make_workload_or_report(const Spec& spec) {
     std::cerr << spec.file.string() << ": workload: " << e.what() << "\n";
     return nullptr;
   }
-}
-
-std::unique_ptr<Executor> make_executor(const Spec& spec, Workload& workload) {
-  // A runner takes one measurement (isolation, timeout, the RAM measurement;
-  // it never throws for a failed trial); the executor runs several at once
-  // where it places them; the scheduler adds repeats and limits.
-  if (spec.executor.kind == "slurm") {
-    require_slurm_allocation();
-    if (spec.file.empty() || !std::filesystem::exists(spec.file))
-      throw std::runtime_error("the slurm executor re-reads the spec on each node: give it with --config");
-    SlurmSettings s;
-    s.executor = spec.executor;
-    s.spec_file = std::filesystem::absolute(spec.file);
-    s.self_exe = std::filesystem::read_symlink("/proc/self/exe");
-    s.run_tag = std::to_string(::getpid());
-    return make_slurm_executor(workload, std::move(s), spec.search.parallel);
-  }
-  std::shared_ptr<TrialRunner> runner = spec.workload.isolation == Isolation::inline_
-                                            ? make_inline_runner(workload)
-                                            : make_process_runner(workload, 5.0, builtin_worker_for(spec));
-  SlotPlan plan;
-  try {
-    plan = plan_slots(spec.search.parallel, spec.executor.gpus, allowed_cpus(), spec.executor.pin_cpus);
-  } catch (const std::invalid_argument& e) {
-    throw std::runtime_error(std::string("executor.gpus: ") + e.what());
-  }
-  return make_local_executor([runner](const Assignment& a, const TrialContext& ctx) { return runner->once(a, ctx); },
-                             plan);
 }
 
 std::unique_ptr<Executor> make_executor_or_report(const Spec& spec, Workload& workload, const std::string& who) {

@@ -10,6 +10,7 @@
 
 #include "tuner/spec/spec.hpp"
 #include "tuner/run/executor.hpp"
+#include "tuner/run/executor_registry.hpp"
 #include "tuner/run/tune.hpp"
 #include "workloads/workload.hpp"
 
@@ -22,12 +23,8 @@ std::optional<Spec> load_spec_or_report(const std::string& path);
 // Builds the spec's workload; prints the reason and returns nullptr on failure.
 std::unique_ptr<Workload> make_workload_or_report(const Spec& spec);
 
-// Where and how trials are measured: local slots (a child process per
-// trial, or inline) or a Slurm step per trial. Throws std::runtime_error when
-// the executor cannot work here (slurm outside an allocation, fewer GPU
-// entries than slots): bad input.
-std::unique_ptr<Executor> make_executor(const Spec& spec, Workload& workload);
-// The same, printing "<who>: <why>" and returning nullptr when it cannot.
+// The spec's executor (make_executor, tuner/run/executor_registry.hpp),
+// printing "<who>: <why>" and returning nullptr when it cannot work here.
 std::unique_ptr<Executor> make_executor_or_report(const Spec& spec, Workload& workload, const std::string& who);
 
 // Overrides from the command line, applied after loading and re-validated.

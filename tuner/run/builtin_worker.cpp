@@ -31,6 +31,7 @@ OptionValue option_from_json(const nlohmann::json& j, OptionType type) {
     case OptionType::number:
     case OptionType::duration: return j.get<double>();
     case OptionType::string:
+    case OptionType::bytes_text:
     case OptionType::path: return j.get<std::string>();
     case OptionType::string_list: return j.get<std::vector<std::string>>();
     case OptionType::string_map: return j.get<std::map<std::string, std::string>>();

@@ -5,7 +5,10 @@
 // (the GPU and CPUs each slot owns, tuner/run/slots.hpp), the Slurm one its
 // steps (tuner/run/slurm_executor.hpp). Both are a pool of slots over a runner's
 // one measurement; repeats and limits are the scheduler's
-// (tuner/run/scheduler.hpp), around the executor.
+// (tuner/run/scheduler.hpp), around the executor. Each kind, with its
+// declared options, is one line of tuner/run/executor_registry.cpp; the
+// contract below is checked over every kind by
+// tests/tuner/run/executor_contract_test.cpp.
 #include <chrono>
 #include <functional>
 #include <memory>
@@ -34,7 +37,10 @@ class Executor {
   // to ctx, and the outcome is labelled with it (`slot` when there are
   // several, `cpus`, `gpus`).
   virtual void submit(int ticket, const Assignment& config, TrialContext ctx) = 0;
-  // The next finished measurement, waiting at most `wait`.
+  // The next finished measurement, waiting at most `wait`. Each submitted
+  // measurement comes back exactly once, under its ticket, unless stop_all()
+  // dropped it; a trial that failed (crashed, timed out, exited non-zero)
+  // comes back as its outcome, never as an exception.
   virtual std::optional<FinishedRun> wait_any(std::chrono::milliseconds wait) = 0;
   // Stops every running measurement (its process group, as Ctrl-C does) and
   // waits for each; what they report is dropped. Safe to call twice.

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "tuner/record/journal.hpp"
+#include "tuner/run/executor_registry.hpp"
 #include "tuner/run/runner.hpp"
 #include "tuner/run/wire.hpp"
 #include "workloads/subprocess.hpp"
@@ -105,7 +106,41 @@ class SlurmStepRunner final : public TrialRunner {
   SlurmSettings m_s;
 };
 
+// The kind's factory: settings from its options and the spec.
+std::unique_ptr<Executor> make_slurm_from_spec(const Options& options, const ExecutorEnv& env) {
+  require_slurm_allocation();
+  const Spec& spec = env.spec;
+  if (spec.file.empty() || !std::filesystem::exists(spec.file))
+    throw std::runtime_error("the slurm executor re-reads the spec on each node: give it with --config");
+  SlurmSettings s;
+  s.gpus_per_trial = static_cast<int>(options.get_int("gpus_per_trial"));
+  s.cpus_per_trial = static_cast<int>(options.get_int("cpus_per_trial"));
+  s.mem_per_trial = options.get_string("mem_per_trial");
+  s.srun_args = options.get_list("srun_args");
+  s.spec_file = std::filesystem::absolute(spec.file);
+  s.self_exe = std::filesystem::read_symlink("/proc/self/exe");
+  s.run_tag = std::to_string(::getpid());
+  return make_slurm_executor(env.workload, std::move(s), spec.search.parallel);
+}
+
 }  // namespace
+
+ExecutorKind slurm_executor_kind() {
+  return {"slurm",
+          "one `srun --exact -n1` step per trial inside the current Slurm allocation",
+          {
+              {"gpus_per_trial", OptionType::integer, OptionValue{std::int64_t{0}}, "GPUs of each trial's srun step",
+               {}, 0.0, 1024.0},
+              {"cpus_per_trial", OptionType::integer, OptionValue{std::int64_t{0}}, "CPUs of each step", {}, 0.0,
+               65536.0},
+              // Checked as a size, handed to srun as written: Slurm reads its own units.
+              {"mem_per_trial", OptionType::bytes_text, OptionValue{std::string()},
+               "memory of each step, e.g. 64G; empty: Slurm's default"},
+              {"srun_args", OptionType::string_list, OptionValue{std::vector<std::string>{}},
+               "extra srun options, e.g. [--partition=gpu]"},
+          },
+          make_slurm_from_spec};
+}
 
 void require_slurm_allocation() {
   if (!std::getenv("SLURM_JOB_ID"))
@@ -120,10 +155,10 @@ std::vector<std::string> srun_argv(const SlurmSettings& s, const std::string& st
                                    const std::vector<std::string>& inner) {
   std::vector<std::string> a = {"srun", "--exact", "--ntasks=1", "--nodes=1", "--job-name=" + step_name,
                                 "--kill-on-bad-exit=1"};
-  if (s.executor.gpus_per_trial > 0) a.push_back(fmt::format("--gpus={}", s.executor.gpus_per_trial));
-  if (s.executor.cpus_per_trial > 0) a.push_back(fmt::format("--cpus-per-task={}", s.executor.cpus_per_trial));
-  if (!s.executor.mem_per_trial.empty()) a.push_back("--mem=" + s.executor.mem_per_trial);
-  for (const auto& x : s.executor.srun_args) a.push_back(x);
+  if (s.gpus_per_trial > 0) a.push_back(fmt::format("--gpus={}", s.gpus_per_trial));
+  if (s.cpus_per_trial > 0) a.push_back(fmt::format("--cpus-per-task={}", s.cpus_per_trial));
+  if (!s.mem_per_trial.empty()) a.push_back("--mem=" + s.mem_per_trial);
+  for (const auto& x : s.srun_args) a.push_back(x);
   a.insert(a.end(), {"/bin/sh", "-c", kNodeWrapper, "sh"});
   a.insert(a.end(), inner.begin(), inner.end());
   return a;

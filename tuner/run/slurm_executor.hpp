@@ -13,14 +13,22 @@
 #include <filesystem>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "tuner/run/executor.hpp"
-#include "tuner/spec/spec.hpp"
+#include "tuner/spec/executor_kind.hpp"
+#include "workloads/workload.hpp"
 
 namespace autotune {
 
+// The kind: its options are each step's resources and extra srun options.
+ExecutorKind slurm_executor_kind();
+
 struct SlurmSettings {
-  ExecutorSpec executor;                 // per-trial resources, extra srun options
+  int gpus_per_trial = 0;                // each step's --gpus; 0: none asked
+  int cpus_per_trial = 0;                // --cpus-per-task; 0: Slurm's default
+  std::string mem_per_trial;             // --mem as written ("16G"); empty: Slurm's default
+  std::vector<std::string> srun_args;    // extra srun options, as written
   std::filesystem::path spec_file;       // what `autotune trial` re-loads on the node (built-in workloads)
   std::filesystem::path self_exe;        // this binary, as the nodes see it (a shared path)
   std::string run_tag;                   // distinguishes this run's step names

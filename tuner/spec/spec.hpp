@@ -10,6 +10,7 @@
 
 #include "core/space.hpp"
 #include "search/strategy.hpp"
+#include "tuner/spec/executor_kind.hpp"
 #include "workloads/options.hpp"
 #include "workloads/workload.hpp"
 
@@ -57,19 +58,15 @@ struct SearchSpec {
   std::string busy = "warn";
 };
 
-// Where trials run (`executor:`). See README "Parallel trials".
+// Where trials run (`executor:`). See docs/parallel.md.
 struct ExecutorSpec {
-  std::string kind = "local";           // local | slurm
-  // local: the GPUs handed out to slots through CUDA_VISIBLE_DEVICES, one
-  // entry per slot ("0", "1", or "0,1" for two per slot); empty = none.
-  // `gpus: auto` in the file lists every visible GPU.
+  std::string kind = "local";  // a kind of tuner/spec/executor_kind.hpp's table
+  // Every kind: the GPUs this process hands out, one entry per slot ("0",
+  // "1", or "0,1" for two per slot); empty = none. `gpus: auto` in the file
+  // lists every visible GPU. The local kind gives them to its slots through
+  // CUDA_VISIBLE_DEVICES; Slurm places its steps' GPUs itself.
   std::vector<std::string> gpus;
-  bool pin_cpus = true;                 // local: a CPU set per slot where the machine allows
-  // slurm: per-trial resources of each `srun --exact -n1` step, and extra options.
-  int gpus_per_trial = 0;
-  int cpus_per_trial = 0;
-  std::string mem_per_trial;            // e.g. "16G"; empty = Slurm's default
-  std::vector<std::string> srun_args;
+  Options options;  // the kind's declared options, validated, defaults filled in
 };
 
 struct OutputSpec {
@@ -115,11 +112,13 @@ struct SpecLoadResult {
 };
 
 // Loads and validates the whole file; every error is reported, none thrown.
-SpecLoadResult load_spec_file(const std::filesystem::path& path);
+// `executor.kind` is one of `kinds` and its options are checked against the
+// kind's (a test gives a kind of its own).
+SpecLoadResult load_spec_file(const std::filesystem::path& path, const ExecutorKinds& kinds = executor_kinds());
 // The same from text (`name` is used in messages; relative paths resolve
 // against base_dir).
 SpecLoadResult load_spec_text(const std::string& text, const std::string& name,
-                              const std::filesystem::path& base_dir);
+                              const std::filesystem::path& base_dir, const ExecutorKinds& kinds = executor_kinds());
 
 // The config the README's first command runs when no --config is given.
 const std::string& embedded_default_spec();

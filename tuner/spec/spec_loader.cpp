@@ -23,7 +23,8 @@ const std::vector<std::string> kTopKeys = {"workload", "space",    "constraints"
                                            "search",   "executor", "output"};
 
 // The whole file once it parsed as YAML.
-void read_sections(YamlReader& r, const YAML::Node& root, const fs::path& base_dir, Spec& spec) {
+void read_sections(YamlReader& r, const YAML::Node& root, const fs::path& base_dir, const ExecutorKinds& kinds,
+                   Spec& spec) {
   if (!root.IsDefined() || root.IsNull()) {
     r.fail({1, 1}, "", "a map with workload: and space:", "an empty file");
     return;
@@ -48,7 +49,7 @@ void read_sections(YamlReader& r, const YAML::Node& root, const fs::path& base_d
   spec.search.strategy = find_strategy("bo") ? "bo" : "random";
   spec.search.budget_trials = kDefaultBudgetTrials;
   if (const Entry* e = find(top, "search")) read_search(r, *e, space, spec.space, spec.search);
-  if (const Entry* e = find(top, "executor")) read_executor(r, *e, spec.executor);
+  read_executor(r, find(top, "executor"), kinds, base_dir, spec.executor);
   read_output(r, find(top, "output"), spec.output);
 }
 
@@ -65,10 +66,11 @@ std::optional<YAML::Node> parse(YamlReader& r, const std::string& text) {
   return std::nullopt;
 }
 
-SpecLoadResult load(const std::string& text, const std::string& name, const fs::path& base_dir) {
+SpecLoadResult load(const std::string& text, const std::string& name, const fs::path& base_dir,
+                    const ExecutorKinds& kinds) {
   YamlReader r(name);
   Spec spec;
-  if (auto root = parse(r, text)) read_sections(r, *root, base_dir, spec);
+  if (auto root = parse(r, text)) read_sections(r, *root, base_dir, kinds, spec);
   SpecLoadResult result;
   result.errors = r.take_errors();
   if (result.errors.empty()) result.spec = std::move(spec);
@@ -77,14 +79,15 @@ SpecLoadResult load(const std::string& text, const std::string& name, const fs::
 
 }  // namespace
 
-SpecLoadResult load_spec_text(const std::string& text, const std::string& name, const fs::path& base_dir) {
+SpecLoadResult load_spec_text(const std::string& text, const std::string& name, const fs::path& base_dir,
+                              const ExecutorKinds& kinds) {
   std::error_code ec;
   fs::path base = base_dir.empty() ? fs::current_path(ec) : fs::absolute(base_dir, ec);
   if (ec) base = base_dir;
-  return load(text, name, base);
+  return load(text, name, base, kinds);
 }
 
-SpecLoadResult load_spec_file(const fs::path& path) {
+SpecLoadResult load_spec_file(const fs::path& path, const ExecutorKinds& kinds) {
   std::error_code ec;
   if (!fs::exists(path, ec) || fs::is_directory(path, ec)) {
     SpecLoadResult r;
@@ -108,7 +111,7 @@ SpecLoadResult load_spec_file(const fs::path& path) {
     return r;
   }
   const fs::path dir = path.has_parent_path() ? path.parent_path() : fs::path(".");
-  auto r = load_spec_text(text.str(), path.string(), dir);
+  auto r = load_spec_text(text.str(), path.string(), dir, kinds);
   if (r.spec) r.spec->file = path;
   return r;
 }

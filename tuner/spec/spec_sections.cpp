@@ -1,6 +1,7 @@
 // The sections other than the space: workload (its kind and the kind's own
 // options), objective, search (strategy, budget, seed, initial
-// configurations, confirm, parallel), executor and output.
+// configurations, confirm, parallel), executor (its kind, gpus and the kind's
+// own options) and output.
 #include <algorithm>
 #include <cstdint>
 #include <map>
@@ -22,9 +23,7 @@ const std::vector<std::string> kSearchKeys = {"strategy", "budget",  "seed",    
                                              "parallel", "race",    "explain",   "remeasure", "busy"};
 const std::vector<std::string> kBudgetKeys = {"trials", "time", "until_converged"};
 const std::vector<std::string> kOutputKeys = {"tuned", "journal"};
-const std::vector<std::string> kExecutorKeys = {"kind",           "gpus",          "pin_cpus",
-                                                "gpus_per_trial", "cpus_per_trial", "mem_per_trial",
-                                                "srun_args"};
+const std::vector<std::string> kExecutorGenericKeys = {"kind", "gpus"};  // every kind
 const std::vector<std::string> kObjectives = {"throughput"};
 constexpr std::size_t kMaxListedValues = 16;  // values shown in an error message
 
@@ -174,6 +173,9 @@ std::optional<OptionValue> read_option(YamlReader& r, const OptionSpec& s, const
     case OptionType::bytes:
       if (auto v = r.get_bytes(n, e.loc, path, s.min, s.max)) return OptionValue{*v};
       return std::nullopt;
+    case OptionType::bytes_text:
+      if (r.get_bytes(n, e.loc, path, s.min, s.max)) return OptionValue{n.Scalar()};
+      return std::nullopt;
     case OptionType::string:
       if (!s.choices.empty()) {
         if (auto v = r.get_choice(n, e.loc, path, s.choices)) return OptionValue{*v};
@@ -271,35 +273,37 @@ bool read_generic_workload_key(YamlReader& r, const Entry& k, const std::string&
   return true;
 }
 
-// One of the kind's own options; false once an error is reported.
-bool read_kind_option(YamlReader& r, const WorkloadInfo& info, const Entry& k, const std::string& path,
-                      const std::vector<std::string>& allowed, const fs::path& base_dir, WorkloadSpec& w) {
-  auto spec = std::find_if(info.options.begin(), info.options.end(),
-                           [&](const OptionSpec& s) { return s.key == k.key; });
-  if (spec == info.options.end()) {
-    r.fail(k.key_loc, path, fmt::format("an option of the {} workload ({})", w.kind, join(allowed)),
-           "unknown key " + quote(k.key), did_you_mean(k.key, allowed));
+// One of the options a kind declares (`owner`: "the synthetic workload");
+// an unknown key gets `elsewhere` as its hint when set (the key is another
+// kind's), else the nearest allowed key. False once an error is reported.
+bool read_declared_option(YamlReader& r, const std::vector<OptionSpec>& declared, const std::string& owner,
+                          const Entry& k, const std::string& path, const std::vector<std::string>& allowed,
+                          const std::string& elsewhere, const fs::path& base_dir, Options& out) {
+  auto spec = std::find_if(declared.begin(), declared.end(), [&](const OptionSpec& s) { return s.key == k.key; });
+  if (spec == declared.end()) {
+    r.fail(k.key_loc, path, fmt::format("an option of {} ({})", owner, join(allowed)), "unknown key " + quote(k.key),
+           elsewhere.empty() ? did_you_mean(k.key, allowed) : elsewhere);
     return false;
   }
   auto v = read_option(r, *spec, k, path, base_dir);
   if (!v) return false;
-  w.options.set(k.key, std::move(*v));
+  out.set(k.key, std::move(*v));
   return true;
 }
 
-// The kind's options left out: their defaults, or an error for each required
-// one; false once an error is reported.
-bool fill_option_defaults(YamlReader& r, const Entry& e, const WorkloadInfo& info, const Entries& keys,
-                          WorkloadSpec& w) {
+// The declared options left out of `section`: their defaults, or an error
+// for each required one; false once an error is reported.
+bool fill_declared_defaults(YamlReader& r, const Entry& e, const std::string& section,
+                            const std::vector<OptionSpec>& declared, const std::string& owner, const Entries& keys,
+                            Options& out) {
   bool ok = true;
-  for (const auto& s : info.options) {
-    if (w.options.has(s.key) || find(keys, s.key)) continue;
+  for (const auto& s : declared) {
+    if (out.has(s.key) || find(keys, s.key)) continue;
     if (s.default_value) {
-      w.options.set(s.key, *s.default_value);
+      out.set(s.key, *s.default_value);
     } else {
-      r.fail(e.loc, child("workload", s.key), fmt::format("a '{}' key ({}; required by the {} workload)", s.key,
-                                                          to_string(s.type), w.kind),
-             "none");
+      r.fail(e.loc, child(section, s.key),
+             fmt::format("a '{}' key ({}; required by {})", s.key, to_string(s.type), owner), "none");
       ok = false;
     }
   }
@@ -342,10 +346,13 @@ void read_workload(YamlReader& r, const Entry& e, const SpaceRead& space, const 
       continue;
     }
     if (!info) continue;  // options of an unknown kind cannot be checked
-    if (!read_kind_option(r, *info, k, path, allowed, base_dir, w)) ok = false;
+    if (!read_declared_option(r, info->options, "the " + w.kind + " workload", k, path, allowed, "", base_dir,
+                              w.options))
+      ok = false;
   }
   if (!info) return;
-  if (!fill_option_defaults(r, e, *info, keys, w)) ok = false;
+  if (!fill_declared_defaults(r, e, "workload", info->options, "the " + w.kind + " workload", keys, w.options))
+    ok = false;
   if (!ok || !space.parsed) return;
   try_making_workload(r, e, *info, space, base_dir, w);
 }
@@ -390,34 +397,62 @@ void read_search(YamlReader& r, const Entry& e, const SpaceRead& space, const Se
   }
 }
 
-void read_executor(YamlReader& r, const Entry& e, ExecutorSpec& x) {
-  if (!r.expect_map(e.value, e.loc, "executor", "a map with kind (local or slurm) and its options")) return;
-  Entries keys = r.read_map(e.value, "executor", &kExecutorKeys);
-  if (const Entry* k = find(keys, "kind"))
-    if (auto v = r.get_choice(k->value, k->loc, "executor.kind", {"local", "slurm"})) x.kind = *v;
-  if (const Entry* k = find(keys, "gpus")) {
-    // `gpus: auto` lists every visible GPU; else a list with one entry per
-    // slot (`[0, 1]`, or `["0,1", "2,3"]` for two per slot).
-    if (k->value.IsScalar() && k->value.Scalar() == "auto") {
-      x.gpus = probe_gpus().ids;
-    } else if (k->value.IsSequence()) {
-      if (auto v = r.get_string_list(k->value, k->loc, "executor.gpus")) x.gpus = *v;
-    } else {
-      r.fail(k->loc, "executor.gpus", "auto or a list of GPU ids, one entry per slot", describe(k->value));
+void read_executor(YamlReader& r, const Entry* e, const ExecutorKinds& kinds, const fs::path& base_dir,
+                   ExecutorSpec& x) {
+  const std::vector<std::string> names = executor_kind_names(kinds);
+  if (!e) {
+    // No section: the local kind with its defaults.
+    if (const ExecutorKind* local = find_executor_kind(kinds, x.kind))
+      x.options = Options::with_defaults(local->options);
+    return;
+  }
+  if (!r.expect_map(e->value, e->loc, "executor", "a map with kind (" + join(names, " or ") + ") and its options"))
+    return;
+  // Keys depend on the kind: read them all, check after.
+  Entries keys = r.read_map(e->value, "executor", nullptr);
+  const ExecutorKind* info = find_executor_kind(kinds, x.kind);
+  if (const Entry* k = find(keys, "kind")) {
+    info = nullptr;
+    if (auto v = r.get_scalar(k->value, k->loc, "executor.kind", "one of " + join(names))) {
+      info = find_executor_kind(kinds, *v);
+      if (info)
+        x.kind = *v;
+      else
+        r.fail(k->loc, "executor.kind", "one of " + join(names), "unknown kind " + quote(*v),
+               did_you_mean(*v, names));
     }
   }
-  if (const Entry* k = find(keys, "pin_cpus"))
-    if (auto v = r.get_bool(k->value, k->loc, "executor.pin_cpus")) x.pin_cpus = *v;
-  if (const Entry* k = find(keys, "gpus_per_trial"))
-    if (auto v = r.get_int(k->value, k->loc, "executor.gpus_per_trial", 0, 1024))
-      x.gpus_per_trial = static_cast<int>(*v);
-  if (const Entry* k = find(keys, "cpus_per_trial"))
-    if (auto v = r.get_int(k->value, k->loc, "executor.cpus_per_trial", 0, 65536))
-      x.cpus_per_trial = static_cast<int>(*v);
-  if (const Entry* k = find(keys, "mem_per_trial"))
-    if (r.get_bytes(k->value, k->loc, "executor.mem_per_trial")) x.mem_per_trial = k->value.Scalar();
-  if (const Entry* k = find(keys, "srun_args"))
-    if (auto v = r.get_string_list(k->value, k->loc, "executor.srun_args")) x.srun_args = *v;
+  std::vector<std::string> allowed = kExecutorGenericKeys;
+  if (info)
+    for (const auto& o : info->options) allowed.push_back(o.key);
+  for (const auto& k : keys) {
+    const std::string path = child("executor", k.key);
+    if (k.key == "kind") continue;
+    if (k.key == "gpus") {
+      // `gpus: auto` lists every visible GPU; else a list with one entry per
+      // slot (`[0, 1]`, or `["0,1", "2,3"]` for two per slot).
+      if (k.value.IsScalar() && k.value.Scalar() == "auto") {
+        x.gpus = probe_gpus().ids;
+      } else if (k.value.IsSequence()) {
+        if (auto v = r.get_string_list(k.value, k.loc, path)) x.gpus = *v;
+      } else {
+        r.fail(k.loc, path, "auto or a list of GPU ids, one entry per slot", describe(k.value));
+      }
+      continue;
+    }
+    if (!info) continue;  // options of an unknown kind cannot be checked
+    // A key of another kind is said to be one (`pin_cpus` under slurm), not
+    // "did you mean" a key of this kind that happens to be near it.
+    std::string other;
+    for (const auto& o : kinds)
+      if (o.kind != info->kind && std::any_of(o.options.begin(), o.options.end(),
+                                              [&](const OptionSpec& s) { return s.key == k.key; }))
+        other = fmt::format("'{}' is an option of the {} executor", k.key, o.kind);
+    read_declared_option(r, info->options, "the " + info->kind + " executor", k, path, allowed, other, base_dir,
+                         x.options);
+  }
+  if (info)
+    fill_declared_defaults(r, *e, "executor", info->options, "the " + info->kind + " executor", keys, x.options);
 }
 
 void read_output(YamlReader& r, const Entry* e, OutputSpec& o) {

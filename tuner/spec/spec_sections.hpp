@@ -34,7 +34,10 @@ void read_workload(YamlReader& r, const Entry& e, const SpaceRead& space, const 
                    WorkloadSpec& out);
 void read_objective(YamlReader& r, const Entry& e, std::string& out);
 void read_search(YamlReader& r, const Entry& e, const SpaceRead& space, const SearchSpace& built, SearchSpec& out);
-void read_executor(YamlReader& r, const Entry& e, ExecutorSpec& out);
+// `e` may be null: the local kind with its defaults. `kind`, `gpus` (every
+// kind), then the kind's declared options.
+void read_executor(YamlReader& r, const Entry* e, const ExecutorKinds& kinds, const std::filesystem::path& base_dir,
+                   ExecutorSpec& out);
 // `e` may be null: the defaults (tuned.yaml, its journal beside it).
 void read_output(YamlReader& r, const Entry* e, OutputSpec& out);
 

@@ -229,6 +229,17 @@ const Broken kBroken[] = {
     // Executor and output.
     {"ExecutorPinYes", kHead + "executor: {pin_cpus: on}\n", 4, 22, "executor.pin_cpus", "only true and false"},
     {"ExecutorKind", kHead + "executor: {kind: lsf}\n", 4, 18, "executor.kind", "one of local, slurm"},
+    {"ExecutorKindNearMiss", kHead + "executor: {kind: slrum}\n", 4, 18, "executor.kind", "did you mean 'slurm'?"},
+    // Each kind takes its own declared options, and only those.
+    {"ExecutorOptionOfAnotherKind", kHead + "executor: {kind: slurm, pin_cpus: false}\n", 4, 25,
+     "executor.pin_cpus", "'pin_cpus' is an option of the local executor"},
+    {"ExecutorUnknownOption", kHead + "executor: {kind: slurm, cpus_per_trail: 4}\n", 4, 25,
+     "executor.cpus_per_trail", "did you mean 'cpus_per_trial'?"},
+    {"ExecutorIntegerOption", kHead + "executor: {kind: slurm, cpus_per_trial: four}\n", 4, 41,
+     "executor.cpus_per_trial", "expected an integer, found 'four'"},
+    {"ExecutorMemNotASize", kHead + "executor: {kind: slurm, mem_per_trial: lots}\n", 4, 40,
+     "executor.mem_per_trial", "a size"},
+    {"ExecutorGpusNotAList", kHead + "executor: {gpus: 0-3}\n", 4, 18, "executor.gpus", "auto or a list"},
     {"OutputAList", kHead + "output: [tuned.yaml]\n", 4, 9, "output", "a list"},
     {"UnknownOutputKey", kHead + "output: {tunned: x.yaml}\n", 4, 10, "output.tunned", "did you mean 'tuned'?"},
 };
@@ -429,6 +440,7 @@ TEST(SpecLoader, FillsDefaults) {
   EXPECT_DOUBLE_EQ(s.limits.ram_bytes, 0);
   EXPECT_TRUE(s.space.rules().empty());
   EXPECT_EQ(s.executor.kind, "local");
+  EXPECT_TRUE(s.executor.options.get_bool("pin_cpus"));  // the kind's defaults, without an executor section
   EXPECT_EQ(s.output.tuned, "tuned.yaml");
   EXPECT_EQ(s.output.journal, "tuned.journal.jsonl");
 }
@@ -455,7 +467,7 @@ TEST(SpecLoader, ReadsEverySection) {
       "    - {precision: bf16, batch_size: 64, grad_accum: 1}\n"
       "  confirm: 3\n"
       "  parallel: 2\n"
-      "executor: {kind: slurm, gpus: [0, \"1,2\"], pin_cpus: false, gpus_per_trial: 1, cpus_per_trial: 4,"
+      "executor: {kind: slurm, gpus: [0, \"1,2\"], gpus_per_trial: 1, cpus_per_trial: 4,"
       " mem_per_trial: 16G, srun_args: [--exclusive]}\n"
       "output: {tuned: runs/best.yaml}\n");
   EXPECT_EQ(s.workload.options.get_string("profile"), "loader_bound");
@@ -479,14 +491,30 @@ TEST(SpecLoader, ReadsEverySection) {
   EXPECT_EQ(s.search.parallel, 2);
   EXPECT_EQ(s.executor.kind, "slurm");
   EXPECT_EQ(s.executor.gpus, (std::vector<std::string>{"0", "1,2"}));
-  EXPECT_FALSE(s.executor.pin_cpus);
-  EXPECT_EQ(s.executor.gpus_per_trial, 1);
-  EXPECT_EQ(s.executor.cpus_per_trial, 4);
-  EXPECT_EQ(s.executor.mem_per_trial, "16G");
-  EXPECT_EQ(s.executor.srun_args, (std::vector<std::string>{"--exclusive"}));
+  EXPECT_EQ(s.executor.options.get_int("gpus_per_trial"), 1);
+  EXPECT_EQ(s.executor.options.get_int("cpus_per_trial"), 4);
+  EXPECT_EQ(s.executor.options.get_string("mem_per_trial"), "16G");  // checked as a size, kept as written for srun
+  EXPECT_EQ(s.executor.options.get_list("srun_args"), (std::vector<std::string>{"--exclusive"}));
+  EXPECT_FALSE(s.executor.options.has("pin_cpus"));  // the local kind's, not slurm's
   // Output paths stay relative to the current directory, not the spec's folder.
   EXPECT_EQ(s.output.tuned, "runs/best.yaml");
   EXPECT_EQ(s.output.journal, "runs/best.journal.jsonl");
+}
+
+TEST(SpecLoader, AnExecutorKeyOfNoKindNamesTheKindsOptions) {
+  auto r = load(kHead + "executor: {kind: slurm, partition: gpu}\n");
+  const SpecError* e = error_at_path(r, "executor.partition");
+  ASSERT_NE(e, nullptr) << all_errors(r);
+  EXPECT_EQ(e->format(),
+            "t.yaml:4:25: executor.partition: expected an option of the slurm executor (kind, gpus, gpus_per_trial, "
+            "cpus_per_trial, mem_per_trial, srun_args), found unknown key 'partition'");
+  // Every kind's options get their defaults; the kind's own only.
+  Spec local = load_ok(kHead + "executor: {kind: local, pin_cpus: false}\n");
+  EXPECT_FALSE(local.executor.options.get_bool("pin_cpus"));
+  Spec slurm = load_ok(kHead + "executor: {kind: slurm}\n");
+  EXPECT_EQ(slurm.executor.options.get_int("cpus_per_trial"), 0);
+  EXPECT_EQ(slurm.executor.options.get_string("mem_per_trial"), "");
+  EXPECT_TRUE(slurm.executor.options.get_list("srun_args").empty());
 }
 
 TEST(SpecLoader, BudgetForms) {
