@@ -38,9 +38,8 @@ class Threads(unittest.TestCase):
         # together. The step is elementwise sine and exponential over 4M
         # floats, which torch splits across its threads: on this project's
         # 2-vCPU machines 2 threads ran it 1.4-1.9x as fast, against a noise
-        # of about 0.06 (matrix products
-        # there gained nothing from a second thread). Without the knob
-        # applied both would run alike.
+        # of about 0.06 (matrix products there gained nothing from a second
+        # thread). Without the knob applied both would run alike.
         if not os.environ.get("AUTOTUNE_BINARY"):
             self.skipTest("AUTOTUNE_BINARY not set (ctest sets it)")
         if (os.cpu_count() or 1) < 2 or len(os.sched_getaffinity(0)) < 2:
