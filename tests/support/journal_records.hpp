@@ -22,4 +22,12 @@ inline std::vector<nlohmann::json> finish_records(const std::filesystem::path& j
   return out;
 }
 
+// Every record of a journal as JSON, in order.
+inline std::vector<nlohmann::json> journal_records(const std::filesystem::path& journal) {
+  std::ifstream in(journal);
+  std::vector<nlohmann::json> out;
+  for (std::string line; std::getline(in, line);) out.push_back(nlohmann::json::parse(line));
+  return out;
+}
+
 }  // namespace autotune::testing

@@ -156,6 +156,9 @@ void print_summary(const Spec& spec, const Study& r) {
                                  "samples/s (medians of {} runs each, in pairs; baseline: {})\n",
                                  x->ratio, interval_words(*x), x->answer, x->baseline, x->runs,
                                  spec.space.to_assignment(r.baseline->config).describe());
+      if (x->remeasured && r.pairs_overruled_occam)
+        std::cout << "        the search's single runs could not tell it from the baseline (they scattered); the "
+                     "side-by-side pairs show it faster\n";
       if (x->remeasured && x->others && *x->others >= kBusyCores)
         std::cout << fmt::format("        the pairs ran while other processes used {:.1f} of {} cores: the speedup "
                                  "is the one a machine that busy gives; on a quiet one it may differ\n",

@@ -252,10 +252,29 @@ namespace autotune {
 
 void Study::keep_baseline_unless_shown_faster() {
   const auto x = speedup();
-  if (!x || !x->remeasured || !x->not_shown_faster() || !baseline || !best || *best == baseline->config) return;
+  if (!baseline || !best || *best == baseline->config) {
+    pairs_overruled_occam = false;
+    return;
+  }
+  // The trial Occam's step set aside must be shown faster (pairs measured,
+  // an interval above 1); any other answer gives way only when shown not to be.
+  const bool shown_faster = x && x->remeasured && x->low && !x->not_shown_faster();
+  const bool shown_not = x && x->remeasured && x->not_shown_faster();
+  if (pairs_overruled_occam ? shown_faster : !shown_not) return;
   kept_baseline_over = best;
+  pairs_overruled_occam = false;
   best = baseline->config;
   best_outcome = baseline->outcome;
+}
+
+bool Study::let_pairs_decide_over_occam() {
+  if (!baseline || !best || *best != baseline->config || !nearer_than || nearer_than->config == baseline->config)
+    return false;
+  best = nearer_than->config;
+  best_outcome = nearer_than->outcome;
+  nearer_than.reset();
+  pairs_overruled_occam = true;  // until the pairs say otherwise
+  return true;
 }
 
 std::string answer_rule_words(std::string_view strategy, const Study& r, bool explanation_moved) {
@@ -267,6 +286,8 @@ std::string answer_rule_words(std::string_view strategy, const Study& r, bool ex
   if (explanation_moved) rule += ", with the knobs worth less than the noise put back to the baseline's";
   if (r.kept_baseline_over)
     rule += "; measured again side by side it was not shown to be faster than the baseline, which is kept";
+  else if (r.pairs_overruled_occam)
+    rule += "; the search could not tell it from the baseline, measured again side by side it was shown faster";
   return rule;
 }
 

@@ -135,6 +135,14 @@ struct Study {
   // simplest answer). Sets `kept_baseline_over` to the answer it replaced.
   void keep_baseline_unless_shown_faster();
   std::optional<Config> kept_baseline_over;
+  // Before the side-by-side re-measurement: where Occam's step kept the
+  // baseline over a faster search trial that the search's measurements could
+  // not tell from it (a scattered trial on a busy machine reads as noise),
+  // that trial becomes the answer and the pairs decide: shown faster, it
+  // stays; else keep_baseline_unless_shown_faster puts the baseline back.
+  // True when it did so.
+  bool let_pairs_decide_over_occam();
+  bool pairs_overruled_occam = false;  // the pairs showed faster the trial Occam's step had set aside
 };
 
 // How the study's answer was chosen, in words: the strategy's

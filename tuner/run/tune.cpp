@@ -89,13 +89,13 @@ class TuningRun final : public TrialSource, public TrialObserver {
     };
     if (m_spec.search.confirm > 0 && going_on()) guarded([&] { confirm(); });
     if (!m_spec.search.initial.empty()) m_study.find_baseline(m_spec.search.initial.front());
+    const int rounds = remeasure_rounds(m_spec);
+    if (rounds > 0 && going_on()) m_study.let_pairs_decide_over_occam();
     const std::optional<Config> before_explaining = m_study.best;
     if (m_spec.search.explain && going_on()) guarded([&] { explain(); });
     const bool explanation_moved = m_study.best != before_explaining;
-    if (const int rounds = remeasure_rounds(m_spec); rounds > 0 && going_on()) {
-      guarded([&] { remeasure(rounds); });
-      m_study.keep_baseline_unless_shown_faster();
-    }
+    if (rounds > 0 && going_on()) guarded([&] { remeasure(rounds); });
+    if (rounds > 0) m_study.keep_baseline_unless_shown_faster();
     m_progress.finish();
     m_study.elapsed_s = elapsed();
     // Journaled, so that the report reads the answer as printed, and how the run ended.

@@ -124,4 +124,46 @@ TEST_F(Remeasure, WhenTheAnswerIsTheBaselineTheSummarySaysSo) {
   EXPECT_EQ(r.out.find("still the bottleneck"), std::string::npos) << r.out;
 }
 
+// Occam's step keeps the baseline over a faster trial the search cannot tell
+// from it (each search trial scattered, as on a busy machine): the pairs
+// decide. Shown faster, the faster trial is the answer; not shown, the
+// baseline stays.
+TEST_F(Remeasure, PairsDecideWhereOccamKeptTheBaselineOverAScatteredFasterTrial) {
+  auto run = [&](const std::string& per_batch) {
+    std::ofstream(m_dir / "space.yaml")
+        << "workload:\n  kind: command\n  command: \"printf '{\\\"throughput\\\": %s, \\\"throughput_rsd\\\": 0.6, "
+           "\\\"windows\\\": 4}' $(( AUTOTUNE_BATCH_SIZE * "
+        << per_batch << " + 400 + (AUTOTUNE_TRIAL * 7919 % 13) * 15 )) > \\\"$AUTOTUNE_RESULT\\\"\"\n"
+        << "space:\n  batch_size: {values: [8, 32]}\n"
+        << "search: {strategy: grid, explain: false, remeasure: 4, initial: [{batch_size: 8}]}\n";
+    return autotune::testing::run_shell("cd " + m_dir.string() + " && " + AUTOTUNE_BINARY +
+                                        " space.yaml --fresh 2>&1");
+  };
+  // Batch 32 is about 2.2x batch 8 (1900-2080 against 800-980): within the search's noise (rsd 0.6 over 4 windows).
+  auto r = run("50");
+  ASSERT_EQ(r.status, 0) << r.out;
+  EXPECT_FALSE(again().empty()) << r.out;
+  YAML::Node t = YAML::LoadFile((m_dir / "tuned.yaml").string());
+  EXPECT_EQ(t["best"]["batch_size"].as<int>(), 32) << r.out;
+  EXPECT_GT(t["baseline"]["interval90"][0].as<double>(), 1.5) << r.out;
+  EXPECT_NE(r.out.find("could not tell it from the baseline (they scattered); the side-by-side pairs show it faster"),
+            std::string::npos)
+      << r.out;
+  bool recorded = false;
+  for (const auto& j : autotune::testing::journal_records(m_dir / "tuned.journal.jsonl"))
+    if (j.value("type", "") == "answer")
+      recorded = j.value("rule", "").find("measured again side by side it was shown faster") != std::string::npos;
+  EXPECT_TRUE(recorded) << "the answer record's rule says the pairs decided";
+  const auto rep = autotune::testing::run_shell("cd " + m_dir.string() + " && " + AUTOTUNE_BINARY +
+                                                " report tuned.journal.jsonl --text 2>&1");
+  EXPECT_NE(rep.out.find("batch_size=32"), std::string::npos) << rep.out;
+  // Batch 32 is 1% faster than batch 8 under +-20% noise: the pairs do not show it, the baseline stays.
+  r = run("0 + AUTOTUNE_BATCH_SIZE / 8");
+  ASSERT_EQ(r.status, 0) << r.out;
+  EXPECT_EQ(again().size(), 8u) << r.out;
+  t = YAML::LoadFile((m_dir / "tuned.yaml").string());
+  EXPECT_EQ(t["best"]["batch_size"].as<int>(), 8) << r.out;
+  EXPECT_NE(r.out.find("was not shown to be faster than the baseline"), std::string::npos) << r.out;
+}
+
 }  // namespace
