@@ -77,10 +77,28 @@ constexpr double kPriorEffect = 0.1;
 // 1.000 / 0.876).
 constexpr std::size_t kScreenedMoves = 8;
 
+// The constants above that a user may set (`search: {options: {anneal: {...}}}`).
+struct AnnealOptions {
+  double t_start = kT0;
+  double t_end = kTEnd;
+  double adjacent_share = kAdjacentShare;
+  std::size_t screened_moves = kScreenedMoves;
+
+  static AnnealOptions from(const Options& o) {
+    AnnealOptions a;
+    a.t_start = o.get_number("t_start");
+    a.t_end = o.get_number("t_end");
+    a.adjacent_share = o.get_number("adjacent_share");
+    a.screened_moves = static_cast<std::size_t>(o.get_int("screened_moves"));
+    return a;
+  }
+};
+
 class AnnealStrategy final : public StrategyBase {
  public:
   explicit AnnealStrategy(const StrategyContext& ctx)
       : StrategyBase(ctx),
+        m_opt(AnnealOptions::from(ctx.options)),
         m_feasibility(m_space, ctx.vram_limit_bytes, ctx.ram_limit_bytes),
         m_model(m_space) {
     m_horizon = ctx.budget > 0 ? ctx.budget : 100;
@@ -152,7 +170,7 @@ class AnnealStrategy final : public StrategyBase {
  private:
   double temperature() const {
     const double f = std::min(1.0, static_cast<double>(m_steps) / m_horizon);
-    return kT0 * std::pow(kTEnd / kT0, f);
+    return m_opt.t_start * std::pow(m_opt.t_end / m_opt.t_start, f);
   }
 
   void stagnate() {
@@ -223,14 +241,14 @@ class AnnealStrategy final : public StrategyBase {
     std::optional<std::size_t> dim;
   };
 
-  // Up to kScreenedMoves distinct moves from `from` (each drawn as below),
+  // Up to `screened_moves` distinct moves from `from` (each drawn as below),
   // and the one a GP on the measured log-throughputs expects most of (log EI
   // + 2 log P(fits), as bo scores them): pre-screening, so that a measured
   // move is seldom one the measurements already say is poor. With fewer than
   // three measurements, or a GP that cannot be fitted, the first move.
   std::optional<Config> screened_move(const Config& from) {
     std::vector<Drawn> moves;
-    for (int attempt = 0; attempt < 64 && moves.size() < kScreenedMoves; ++attempt)
+    for (int attempt = 0; attempt < 64 && moves.size() < m_opt.screened_moves; ++attempt)
       if (auto m = move_from(from); m && std::none_of(moves.begin(), moves.end(), [&](const Drawn& o) {
             return o.config == m->config;
           }))
@@ -278,8 +296,8 @@ class AnnealStrategy final : public StrategyBase {
     const int n = static_cast<int>(m_space.param(d).values.size());
     if (n < 2) return std::nullopt;
     Config c = from;
-    if (m_space.param(d).scale != Scale::categorical && u(m_rng) < kAdjacentShare) {
-      const double reach = 0.3 * n * std::sqrt(temperature() / kT0);
+    if (m_space.param(d).scale != Scale::categorical && u(m_rng) < m_opt.adjacent_share) {
+      const double reach = 0.3 * n * std::sqrt(temperature() / m_opt.t_start);
       const int smax = std::max(1, static_cast<int>(std::lround(reach)));
       std::uniform_int_distribution<int> step(1, smax);
       const int s = step(m_rng) * (u(m_rng) < 0.5 ? -1 : 1);
@@ -337,6 +355,7 @@ class AnnealStrategy final : public StrategyBase {
   std::map<Config, Move> m_moves;
   std::vector<double> m_effect_sum;  // per knob: sum of |change in log-throughput| its moves made
   std::vector<int> m_effect_count;   // per knob: measured moves along it
+  const AnnealOptions m_opt;
   FeasibilityModel m_feasibility;
   Surrogate m_model;  // the screen's, refitted at each screened move
   bool m_design_made = false;
@@ -356,6 +375,20 @@ class AnnealStrategy final : public StrategyBase {
 };
 
 }  // namespace
+
+std::vector<OptionSpec> anneal_options() {
+  const AnnealOptions d;
+  return {
+      {"t_start", OptionType::number, d.t_start,
+       "the temperature at the start: a move this much worse (as a share) is taken with probability 1/e", {}, 1e-6, 10.0},
+      {"t_end", OptionType::number, d.t_end, "the temperature at the end of the budget", {}, 1e-9, 10.0},
+      {"adjacent_share", OptionType::number, d.adjacent_share,
+       "the share of moves along an ordered knob that go to a nearby value (the rest: anywhere)", {}, 0.0, 1.0},
+      {"screened_moves", OptionType::integer, static_cast<std::int64_t>(d.screened_moves),
+       "moves drawn per proposal, of which the one a model of the measurements expects most of is made", {}, 1.0,
+       64.0},
+  };
+}
 
 std::unique_ptr<Strategy> make_anneal_strategy(const StrategyContext& ctx) {
   return std::make_unique<AnnealStrategy>(ctx);

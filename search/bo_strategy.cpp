@@ -98,10 +98,36 @@ constexpr std::size_t kLongRange = 5;
 // bench/results/search_constants.md (kUntriedTopFits).
 constexpr double kUntriedTopFits = 0.5;
 constexpr std::size_t kUntriedTopTrials = 3;
+// The constants above that a user may set (`search: {options: {bo: {...}}}`).
+struct BoOptions {
+  double min_feasible = kMinFeasible;
+  int candidates = kRandomCandidates;
+  double converged_gain = kConvergedGain;
+  int converged_proposals = kConvergedProposals;
+  std::size_t polish_after = kPolishAfter;
+  double polish_gain = kPolishGain;
+  std::size_t final_trials = kFinalTrials;
+  double untried_top_fits = kUntriedTopFits;
+
+  static BoOptions from(const Options& o) {
+    BoOptions b;
+    b.min_feasible = o.get_number("min_feasible");
+    b.candidates = static_cast<int>(o.get_int("candidates"));
+    b.converged_gain = o.get_number("converged_gain");
+    b.converged_proposals = static_cast<int>(o.get_int("converged_proposals"));
+    b.polish_after = static_cast<std::size_t>(o.get_int("polish_after"));
+    b.polish_gain = o.get_number("polish_gain");
+    b.final_trials = static_cast<std::size_t>(o.get_int("final_trials"));
+    b.untried_top_fits = o.get_number("untried_top_fits");
+    return b;
+  }
+};
+
 class BoStrategy final : public StrategyBase {
  public:
   explicit BoStrategy(const StrategyContext& ctx)
       : StrategyBase(ctx),
+        m_opt(BoOptions::from(ctx.options)),
         m_feasibility(m_space, ctx.vram_limit_bytes, ctx.ram_limit_bytes),
         m_model(m_space),
         m_knobs(knob_memory(m_space)) {
@@ -109,7 +135,7 @@ class BoStrategy final : public StrategyBase {
   }
   std::string_view name() const override { return "bo"; }
 
-  bool converged() const override { return m_low_gain_streak >= kConvergedProposals; }
+  bool converged() const override { return m_low_gain_streak >= m_opt.converged_proposals; }
 
   std::vector<std::string> take_notes() override {
     std::vector<std::string> out = std::move(m_notes);
@@ -174,7 +200,7 @@ class BoStrategy final : public StrategyBase {
       return out;
     }
     std::set<Config> seen;
-    for (int i = 0; i < kRandomCandidates; ++i) {
+    for (int i = 0; i < m_opt.candidates; ++i) {
       auto c = m_space.sample(m_rng, 200);
       if (c && !was_asked(*c) && seen.insert(*c).second) storage.push_back(std::move(*c));
     }
@@ -197,7 +223,7 @@ class BoStrategy final : public StrategyBase {
   }
 
   // log EI + 2 log P(feasible) per candidate, -inf where the candidate is
-  // dropped (P < kMinFeasible while others remain) or provably not the best:
+  // dropped (P < `min_feasible` while others remain) or provably not the best:
   // P <= 1, so once the best score found reaches the next-largest log EI, no
   // unscored candidate can beat it and the feasibility models (the costlier
   // part on a large space) need not see it.
@@ -229,7 +255,7 @@ class BoStrategy final : public StrategyBase {
       for (std::size_t j = done; j < end; ++j) {
         const std::size_t i = order[j];
         p[i] = pf[static_cast<Eigen::Index>(j - done)];
-        if (p[i] >= kMinFeasible) {
+        if (p[i] >= m_opt.min_feasible) {
           s[i] = score(i);
           best_plausible = std::max(best_plausible, s[i]);
         }
@@ -284,7 +310,7 @@ class BoStrategy final : public StrategyBase {
     // The score is log(EI x P(feasible)^2) in log-throughput: exp(score) is
     // the relative gain expected (a risky one discounted).
     auto [chosen, score] = pick(kFeasibleWeight);
-    m_low_gain_streak = std::exp(score) < kConvergedGain ? m_low_gain_streak + 1 : 0;
+    m_low_gain_streak = std::exp(score) < m_opt.converged_gain ? m_low_gain_streak + 1 : 0;
     if (auto p = polish(model, mean, ok, chosen, score)) {
       proposing("polish");
       return p;
@@ -297,7 +323,7 @@ class BoStrategy final : public StrategyBase {
     return chosen;
   }
 
-  // Whether the proposal is one of the last kFinalTrials of a known trial
+  // Whether the proposal is one of the last `final_trials` of a known trial
   // budget. A failure there costs a trial that could teach little more: with
   // one trial left, what it is worth is EI x P(fits) exactly (the answer
   // improves by the gain if it runs, by nothing if it fails), and the square
@@ -314,7 +340,7 @@ class BoStrategy final : public StrategyBase {
   // run @15 1.10 -> 1.24, @30 1.48 -> 1.89. The last 5 (or 10 of 30) gained
   // no more and failed more; P(fits)^1 throughout lost the @15 p10.
   bool final_trials() const {
-    return m_ctx.budget > 0 && asked() + kFinalTrials >= static_cast<std::size_t>(m_ctx.budget);
+    return m_ctx.budget > 0 && asked() + m_opt.final_trials >= static_cast<std::size_t>(m_ctx.budget);
   }
 
   // Where the loader sets the pace, T moves with the loader's knobs alone
@@ -326,7 +352,7 @@ class BoStrategy final : public StrategyBase {
   // the budget's last third, a trial goes to the answer's best-scored
   // untried one-step neighbour along a host-memory-only knob, when
   //  - the budget is known (a trial count), more than two thirds of it are
-  //    asked, and at least kPolishAfter trials: at 15 trials the global
+  //    asked, and at least `polish_after` trials: at 15 trials the global
   //    search is still finding the region on the failure landscapes
   //    (issue 12's @15 median 0.911 against 1.000 @30), and polishing its
   //    last third there cost worker-cliff's @15 median 0.876 -> 0.848 and
@@ -337,7 +363,7 @@ class BoStrategy final : public StrategyBase {
   //    trials);
   //  - the answer (the measured ok configuration with the best posterior
   //    mean) reported a busy share under kLoaderBound;
-  //  - the best candidate anywhere scores under kPolishGain and has
+  //  - the best candidate anywhere scores under `polish_gain` and has
   //    P(fits) >= kPolishSafe: nothing promising is left, not merely
   //    something risky near a wall whose answer improves only if the global
   //    search goes on (memory_tight);
@@ -359,9 +385,9 @@ class BoStrategy final : public StrategyBase {
   std::optional<Config> polish(const Surrogate& model, const Eigen::VectorXd& mean,
                                const std::vector<const Observation*>& ok, const Config& pick, double pick_score) {
     const std::size_t asked = this->asked();
-    if (m_ctx.budget <= 0 || 3 * asked <= 2 * static_cast<std::size_t>(m_ctx.budget) || asked < kPolishAfter)
+    if (m_ctx.budget <= 0 || 3 * asked <= 2 * static_cast<std::size_t>(m_ctx.budget) || asked < m_opt.polish_after)
       return std::nullopt;
-    if (!(std::exp(pick_score) < kPolishGain) || m_feasibility.probability(pick) < kPolishSafe) return std::nullopt;
+    if (!(std::exp(pick_score) < m_opt.polish_gain) || m_feasibility.probability(pick) < kPolishSafe) return std::nullopt;
     const double best = mean.maxCoeff();
     const Eigen::Index earlier = mean.size() - static_cast<Eigen::Index>(kClimbTrials);
     if (earlier < 1 || best - mean.head(earlier).maxCoeff() > std::log1p(kClimbGain))
@@ -417,7 +443,7 @@ class BoStrategy final : public StrategyBase {
   // since ruled out moves to the nearest one it has not.
   std::optional<Config> design_point() {
     auto usable = [this](const Config& c) {
-      return !was_asked(c) && m_feasibility.probability(c) >= kMinFeasible;
+      return !was_asked(c) && m_feasibility.probability(c) >= m_opt.min_feasible;
     };
     if (!m_design_made) {
       m_design_made = true;
@@ -502,15 +528,15 @@ class BoStrategy final : public StrategyBase {
     return out;
   }
 
-  // weight x log kUntriedTopFits for each knob of m_untried_tops at its
+  // weight x log `untried_top_fits` for each knob of m_untried_tops at its
   // top value in c (weight: the acquisition's power of P(fits)): the top of
   // a memory knob's range is where memory runs out, and until a trial there
   // runs, the feasibility model, which learns from outcomes, has nothing to
-  // say about it. See kUntriedTopFits.
+  // say about it. See `untried_top_fits`.
   double untried_top_penalty(const Config& c, double weight) const {
     double out = 0;
     for (std::size_t d : m_untried_tops)
-      if (range_end(d, c[d]) == 1) out += weight * std::log(kUntriedTopFits);
+      if (range_end(d, c[d]) == 1) out += weight * std::log(m_opt.untried_top_fits);
     return out;
   }
 
@@ -549,7 +575,7 @@ class BoStrategy final : public StrategyBase {
       const Eigen::VectorXd e = encode(m_space, *c);
       for (const auto& t : taken) dmin = std::min(dmin, (e - t).squaredNorm());
       const double p = m_feasibility.probability(*c);
-      double score = std::sqrt(dmin) * (p < kMinFeasible ? 1e-3 : p);
+      double score = std::sqrt(dmin) * (p < m_opt.min_feasible ? 1e-3 : p);
       score *= std::pow(kRangeEndWeight, static_cast<double>(range_ends(*c).size()));
       if (score > best_score) {
         best_score = score;
@@ -559,6 +585,7 @@ class BoStrategy final : public StrategyBase {
     return best;
   }
 
+  const BoOptions m_opt;
   FeasibilityModel m_feasibility;
   std::vector<std::pair<std::size_t, bool>> m_pending_ends;  // range ends the pending proposals hold
   std::vector<std::size_t> m_untried_tops;                   // see untried_tops()
@@ -576,6 +603,30 @@ class BoStrategy final : public StrategyBase {
 };
 
 }  // namespace
+
+std::vector<OptionSpec> bo_options() {
+  const BoOptions d;
+  return {
+      {"min_feasible", OptionType::number, d.min_feasible,
+       "candidates whose probability of fitting is below this are dropped while others remain", {}, 0.0, 1.0},
+      {"candidates", OptionType::integer, std::int64_t{d.candidates},
+       "random candidates scored per proposal when the space is too large to list", {}, 10.0, 1e6},
+      {"converged_gain", OptionType::number, d.converged_gain,
+       "converged (budget: {until_converged: true}) once the best candidate is expected to gain less than this share "
+       "of the incumbent...",
+       {}, 0.0, 1.0},
+      {"converged_proposals", OptionType::integer, std::int64_t{d.converged_proposals},
+       "... this many proposals running", {}, 1.0, 100.0},
+      {"polish_after", OptionType::integer, static_cast<std::int64_t>(d.polish_after),
+       "trials before the search may polish the incumbent's neighbourhood", {}, 0.0, 1e6},
+      {"polish_gain", OptionType::number, d.polish_gain,
+       "polish when the best candidate anywhere promises less than this share of the incumbent", {}, 0.0, 10.0},
+      {"final_trials", OptionType::integer, static_cast<std::int64_t>(d.final_trials),
+       "the last trials of a known budget, which weigh the probability of fitting once more", {}, 0.0, 100.0},
+      {"untried_top_fits", OptionType::number, d.untried_top_fits,
+       "the belief that the untried top of a memory-growing range fits, right after the design", {}, 0.0, 1.0},
+  };
+}
 
 std::unique_ptr<Strategy> make_bo_strategy(const StrategyContext& ctx) {
   return std::make_unique<BoStrategy>(ctx);

@@ -84,7 +84,9 @@ std::vector<std::string> strategy_names() {
 std::unique_ptr<Strategy> make_strategy(std::string_view name, const StrategyContext& ctx) {
   const StrategyInfo* info = find_strategy(name);
   if (!info) throw std::invalid_argument("unknown strategy '" + std::string(name) + "'");
-  return info->make(ctx);
+  StrategyContext filled = ctx;
+  filled.options = Options::with_defaults(info->options, ctx.options.values());
+  return info->make(filled);
 }
 
 }  // namespace autotune

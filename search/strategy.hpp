@@ -26,6 +26,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/options.hpp"
 #include "core/outcome.hpp"
 #include "core/space.hpp"
 
@@ -43,6 +44,9 @@ struct StrategyContext {
   std::vector<Config> initial;   // user's configurations, proposed first, in order
   double vram_limit_bytes = 0;   // 0 = none; lets model-based strategies learn memory
   double ram_limit_bytes = 0;
+  // The strategy's declared options (StrategyInfo::options) as given under
+  // `search.options.NAME`; make_strategy fills in the defaults of the rest.
+  Options options;
 };
 
 class Strategy {
@@ -121,13 +125,18 @@ struct StrategyInfo {
   std::string name;
   std::string summary;
   StrategyFactory make;
+  // The options it takes (`search: {options: {NAME: {key: value}}}`),
+  // declared as workloads and executors declare theirs; each default is the
+  // value the strategy uses when none is given.
+  std::vector<OptionSpec> options = {};
 };
 
 // All registered strategies, in a stable order.
 const std::vector<StrategyInfo>& strategy_catalog();
 const StrategyInfo* find_strategy(std::string_view name);
 std::vector<std::string> strategy_names();
-// Throws std::invalid_argument for an unknown name.
+// Throws std::invalid_argument for an unknown name. The context's options
+// are the ones given; the declared defaults fill in the rest.
 std::unique_ptr<Strategy> make_strategy(std::string_view name, const StrategyContext& ctx);
 
 }  // namespace autotune

@@ -1,5 +1,6 @@
 // The name -> factory table of strategies. Adding a strategy: declare its
-// factory in strategies.hpp and add one line here.
+// factory (and its options, if it takes any) in strategies.hpp and add one
+// line here.
 #include "search/strategies.hpp"
 #include "search/strategy.hpp"
 
@@ -11,8 +12,10 @@ const std::vector<StrategyInfo>& strategy_catalog() {
       {"grid", "exhaustive, in lexicographic order of the declared domains", make_grid_strategy},
       {"heuristic", "the tuning-guide recipe: batch size, then workers, prefetch, precision, accumulation",
        make_heuristic_strategy},
-      {"anneal", "simulated annealing over the integer domains, restarts after stagnation", make_anneal_strategy},
-      {"bo", "Gaussian-process Bayesian optimisation: log EI x P(feasible) over the whole space", make_bo_strategy},
+      {"anneal", "simulated annealing over the integer domains, restarts after stagnation", make_anneal_strategy,
+       anneal_options()},
+      {"bo", "Gaussian-process Bayesian optimisation: log EI x P(feasible) over the whole space", make_bo_strategy,
+       bo_options()},
   };
   return catalog;
 }

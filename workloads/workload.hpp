@@ -22,7 +22,7 @@
 
 #include "core/outcome.hpp"
 #include "core/value.hpp"
-#include "workloads/options.hpp"
+#include "core/options.hpp"
 
 namespace autotune {
 

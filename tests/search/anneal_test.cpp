@@ -7,7 +7,11 @@
 
 #include <cmath>
 #include <cstdint>
+#include <map>
+#include <random>
+#include <vector>
 
+#include "bench/landscapes.hpp"
 #include "search/feasibility.hpp"
 #include "search/strategy.hpp"
 
@@ -33,6 +37,32 @@ SearchSpace loader_space() {
 // of memory), anneal still moves along the wall: it proposes more workers
 // with a shorter queue or a deeper queue with fewer workers, and never
 // anything at or beyond a failure.
+// A declared option reaches the strategy: one screened move per proposal
+// instead of 8 makes other moves from the same seed.
+TEST(Anneal, ItsDeclaredScreeningOptionChangesTheMovesMade) {
+  const SearchSpace space = bench::pipeline_space();
+  const auto land = bench::landscapes()[0];
+  auto moves = [&](std::map<std::string, OptionValue> given) {
+    StrategyContext ctx;
+    ctx.space = &space;
+    ctx.seed = 3;
+    ctx.budget = 25;
+    ctx.options = Options::with_defaults({}, std::move(given));
+    auto s = make_strategy("anneal", ctx);
+    std::mt19937_64 noise(3);
+    std::vector<Config> out;
+    for (int t = 0; t < 25; ++t) {
+      const auto c = s->ask();
+      if (!c) break;
+      s->tell(*c, land.measure(space, *c, noise));
+      out.push_back(*c);
+    }
+    return out;
+  };
+  EXPECT_EQ(moves({{"screened_moves", std::int64_t{8}}}), moves({}));
+  EXPECT_NE(moves({{"screened_moves", std::int64_t{1}}}), moves({}));
+}
+
 TEST(Anneal, TradesOneMemoryKnobForAnotherAtAWall) {
   const SearchSpace space = loader_space();
   for (std::uint64_t seed : {1, 2, 3}) {

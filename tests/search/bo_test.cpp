@@ -10,10 +10,12 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <map>
 #include <random>
 
 #include "search/encoding.hpp"
 #include "bench/failure_landscapes.hpp"
+#include "bench/landscapes.hpp"
 #include "search/feasibility.hpp"
 #include "search/initial_design.hpp"
 #include "core/knobs.hpp"
@@ -30,6 +32,34 @@ std::unique_ptr<Strategy> make_bo(const SearchSpace& space, std::uint64_t seed, 
   ctx.seed = seed;
   ctx.budget = budget;
   return make_strategy("bo", ctx);
+}
+
+// A declared option reaches the strategy: a convergence rule that asks for
+// less says converged sooner than the default one, on the same seed and
+// landscape.
+TEST(Bo, ItsDeclaredConvergenceOptionsDecideWhenItConverges) {
+  const SearchSpace space = bench::pipeline_space();
+  const auto land = bench::landscapes()[0];
+  auto converged_at = [&](std::map<std::string, OptionValue> given) {
+    StrategyContext ctx;
+    ctx.space = &space;
+    ctx.seed = 5;
+    ctx.budget = 30;
+    ctx.options = Options::with_defaults({}, std::move(given));
+    auto bo = make_strategy("bo", ctx);
+    std::mt19937_64 noise(5);
+    for (int t = 1; t <= 30; ++t) {
+      const auto c = bo->ask();
+      if (!c) break;
+      bo->tell(*c, land.measure(space, *c, noise));
+      if (bo->converged()) return t;
+    }
+    return 31;
+  };
+  const int eager = converged_at({{"converged_gain", 1.0}, {"converged_proposals", std::int64_t{1}}});
+  const int usual = converged_at({});
+  EXPECT_LT(eager, usual);
+  EXPECT_LE(eager, 12) << "the first model proposal after the design already expects under 100% gain";
 }
 
 TEST(PrecisionRank, OrdersFullTf32AndReducedFormats) {

@@ -2,7 +2,10 @@
 // strategy. All randomness is seeded: the suite is deterministic.
 #include <gtest/gtest.h>
 
+#include <map>
 #include <set>
+#include <type_traits>
+#include <variant>
 
 #include "bench/landscapes.hpp"
 #include "search/strategy.hpp"
@@ -158,6 +161,44 @@ TEST_P(StrategyContract, InitialConfigurationsComeFirst) {
   ASSERT_TRUE(strategy->ask());
   EXPECT_FALSE(strategy->proposed_as().empty());
   EXPECT_NE(strategy->proposed_as(), "initial");
+}
+
+// A strategy's declared options: each default lies within its bounds, and
+// giving every default explicitly changes nothing (they are the values the
+// strategy used before it declared them).
+TEST_P(StrategyContract, DeclaredDefaultsAreInBoundsAndAreWhatItUsesUngiven) {
+  const StrategyInfo* info = find_strategy(GetParam());
+  ASSERT_NE(info, nullptr);
+  std::map<std::string, OptionValue> all;
+  for (const OptionSpec& o : info->options) {
+    ASSERT_TRUE(o.default_value.has_value()) << o.key << ": a strategy's option needs a default";
+    EXPECT_FALSE(o.help.empty()) << o.key;
+    const double v = std::visit(
+        [](const auto& x) -> double {
+          if constexpr (std::is_arithmetic_v<std::decay_t<decltype(x)>>) return static_cast<double>(x);
+          else return 0.0;
+        },
+        *o.default_value);
+    if (o.min) EXPECT_GE(v, *o.min) << o.key;
+    if (o.max) EXPECT_LE(v, *o.max) << o.key;
+    all[o.key] = *o.default_value;
+  }
+  auto run = [&](std::map<std::string, OptionValue> given) {
+    StrategyContext ctx = context(m_space, 7, 20);
+    ctx.options = Options::with_defaults({}, std::move(given));
+    auto strategy = make_strategy(GetParam(), ctx);
+    const auto land = bench::landscapes()[2];
+    std::mt19937_64 noise(7);
+    std::vector<Config> out;
+    for (int i = 0; i < 20; ++i) {
+      auto c = strategy->ask();
+      if (!c) break;
+      strategy->tell(*c, land.measure(m_space, *c, noise));
+      out.push_back(*c);
+    }
+    return out;
+  };
+  EXPECT_EQ(run({}), run(all));
 }
 
 INSTANTIATE_TEST_SUITE_P(AllStrategies, StrategyContract, ::testing::ValuesIn(strategy_names()),

@@ -13,7 +13,7 @@
 #include "tuner/spec/spec_checks.hpp"
 #include "tuner/run/progress.hpp"
 #include "tuner/record/tuning_time.hpp"
-#include "workloads/options.hpp"
+#include "core/options.hpp"
 
 namespace autotune {
 namespace {

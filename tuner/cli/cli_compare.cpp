@@ -70,6 +70,7 @@ int run_compare_command(const CompareArgs& args) {
   }
   opt.initial = spec->search.initial;
   opt.limits = spec->limits;
+  opt.strategy_options = spec->search.strategy_options;
   opt.race_margin = args.race_margin;
   opt.until_converged = args.until_converged;
   opt.confirm = args.confirm >= 0 ? args.confirm : spec->search.confirm;

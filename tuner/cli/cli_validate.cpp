@@ -2,9 +2,15 @@
 // the resolved space (domains, size, valid configurations after the rules).
 // With --run-once it also measures the run's first trial once, to check the
 // set-up (the command, its Python, its files) before a session.
+#include <cstdint>
 #include <iostream>
+#include <map>
+#include <string>
+#include <variant>
+#include <vector>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "core/knobs.hpp"
 #include "tuner/cli/cli.hpp"
@@ -18,6 +24,15 @@
 
 namespace autotune {
 namespace {
+
+// An option's value as written in space.yaml.
+std::string option_text(bool v) { return v ? "true" : "false"; }
+std::string option_text(std::int64_t v) { return std::to_string(v); }
+std::string option_text(double v) { return fmt::format("{:g}", v); }
+std::string option_text(const std::string& v) { return v; }
+std::string option_text(const std::vector<std::string>& v) { return "[" + fmt::format("{}", fmt::join(v, ", ")) + "]"; }
+std::string option_text(const std::map<std::string, std::string>& v) { return fmt::format("{{{} keys}}", v.size()); }
+
 
 // --run-once: the first trial measured, and what it says of the set-up.
 // How many processes the configurations keep busy on this node (each rank's
@@ -131,6 +146,13 @@ std::function<int()> add_validate_command(CLI::App& app) {
     std::cout << fmt::format("search: {} seed {}, budget {}{}\n", s.search.strategy, s.search.seed,
                              s.search.budget_trials > 0 ? fmt::format("{} trials", s.search.budget_trials) : "",
                              s.search.budget_seconds > 0 ? fmt::format(" {:.0f}s", s.search.budget_seconds) : "");
+    if (const Options given = s.search.options_of(s.search.strategy); !given.values().empty()) {
+      std::string listed;
+      for (const auto& [key, value] : given.values())
+        listed += fmt::format("{}{} {}", listed.empty() ? "" : ", ", key,
+                              std::visit([](const auto& v) { return option_text(v); }, value));
+      std::cout << fmt::format("strategy options: {} (the rest at their defaults)\n", listed);
+    }
     if (s.search.confirm > 0)
       std::cout << fmt::format("confirm: the {} best measured once more each after the search\n", s.search.confirm);
     if (s.search.parallel > 1) std::cout << fmt::format("parallel: {} trials in flight\n", s.search.parallel);

@@ -131,6 +131,7 @@ JournalAnswer answer_from_json(const nlohmann::json& rec) {
     a.high = (*i)[1].get<double>();
   }
   a.others_cores = get("others_cores");
+  a.quiet_speedup = get("quiet_speedup");
   a.runs = rec.value("runs", 1);
   a.remeasured = rec.value("remeasured", false);
   if (const auto k = rec.find("kept_baseline_over"); k != rec.end() && k->is_object())
@@ -334,6 +335,7 @@ void JournalWriter::answered(const JournalAnswer& a) {
   put("speedup", a.speedup);
   if (a.low && a.high) rec["interval90"] = {*a.low, *a.high};
   put("others_cores", a.others_cores);
+  put("quiet_speedup", a.quiet_speedup);
   if (a.kept_baseline_over) rec["kept_baseline_over"] = to_json(*a.kept_baseline_over);
   append(rec);
 }
@@ -417,7 +419,7 @@ nlohmann::json journal_header(const Spec& spec) {
     for (const auto& v : p.values) values.push_back(to_string(v));
     params.push_back({{"name", p.name}, {"scale", std::string(to_string(p.scale))}, {"values", values}});
   }
-  return {{"version", 1},
+  nlohmann::json header = {{"version", 1},
           {"space_hash", spec.space.hash()},
           {"spec_file", spec.file.string()},
           {"workload", spec.workload.kind},
@@ -435,6 +437,13 @@ nlohmann::json journal_header(const Spec& spec) {
           {"effective_batch", spec.effective_batch ? nlohmann::json(*spec.effective_batch) : nlohmann::json()},
           {"ranks", spec.ranks},
           {"limits", {{"vram_bytes", spec.limits.vram_bytes}, {"ram_bytes", spec.limits.ram_bytes}}}};
+  // The strategy's options, where the spec gives any (`search.options`).
+  if (const Options given = spec.search.options_of(spec.search.strategy); !given.values().empty()) {
+    nlohmann::json o = nlohmann::json::object();
+    for (const auto& [key, value] : given.values()) std::visit([&, k = key](const auto& v) { o[k] = v; }, value);
+    header["strategy_options"] = std::move(o);
+  }
+  return header;
 }
 
 }  // namespace autotune

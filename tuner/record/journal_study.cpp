@@ -120,7 +120,8 @@ std::string decide_answer(const Spec& spec, const JournalContents& j, Study& r) 
   if (!j.recommendation && find_strategy(spec.search.strategy))
     strategy = make_strategy(spec.search.strategy,
                              strategy_context(spec.space, spec.search.seed, spec.search.budget_trials,
-                                              spec.search.initial, spec.limits));
+                                              spec.search.initial, spec.limits,
+                                              spec.search.options_of(spec.search.strategy)));
   for (const JournalTrial* t : finished_search_trials(j))
     r.trials.push_back({t->trial, config_in(spec.space, *t), *t->outcome, true});
   // The search's trials as the run read them: against the control measured nearest each.

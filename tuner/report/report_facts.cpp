@@ -8,7 +8,7 @@
 
 #include "tuner/record/emitter.hpp"
 #include "workloads/failure_reading.hpp"
-#include "workloads/options.hpp"
+#include "core/options.hpp"
 
 namespace autotune {
 namespace {

@@ -118,7 +118,10 @@ class CompareRun final : public TrialSource, public TrialObserver {
         m_rep(rep),
         m_result(result),
         m_strategy(make_strategy(name, strategy_context(space, options.seed + static_cast<std::uint64_t>(rep),
-                                                        options.budget, options.initial, options.limits))) {}
+                                                        options.budget, options.initial, options.limits,
+                                                        options.strategy_options.count(name)
+                                                            ? options.strategy_options.at(name)
+                                                            : Options{}))) {}
 
   std::uint64_t seed() const { return m_options.seed + static_cast<std::uint64_t>(m_rep); }
 

@@ -6,9 +6,11 @@
 // best measured in the whole comparison.
 #include <filesystem>
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
+#include "core/options.hpp"
 #include "core/space.hpp"
 #include "tuner/run/executor.hpp"
 #include "tuner/run/scheduler.hpp"
@@ -31,6 +33,7 @@ struct CompareOptions {
   // and the answer chosen on all their measurements, as tuning does
   // (search.confirm, tuner/record/confirm.hpp); 0: the answer after the last trial.
   int confirm = 0;
+  std::map<std::string, Options> strategy_options;  // search.options: each strategy's, as given
 };
 
 // A run's end after its confirmations (confirm > 0): the answer tuning

@@ -11,7 +11,8 @@ Config first_trial_config(const Spec& spec) {
   if (!spec.search.initial.empty()) return spec.search.initial.front();
   const auto strategy =
       make_strategy(spec.search.strategy, strategy_context(spec.space, spec.search.seed, spec.search.budget_trials,
-                                                           spec.search.initial, spec.limits));
+                                                           spec.search.initial, spec.limits,
+                                                           spec.search.options_of(spec.search.strategy)));
   if (auto c = strategy->ask()) return *c;
   throw std::runtime_error("the " + spec.search.strategy + " strategy proposed no configuration");
 }

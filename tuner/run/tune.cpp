@@ -38,7 +38,8 @@ class TuningRun final : public TrialSource, public TrialObserver {
         m_space(spec.space),
         m_strategy(make_strategy(spec.search.strategy,
                                  strategy_context(spec.space, spec.search.seed, spec.search.budget_trials,
-                                                  spec.search.initial, spec.limits))),
+                                                  spec.search.initial, spec.limits,
+                                                  spec.search.options_of(spec.search.strategy)))),
         m_scheduler(executor, trial_settings(spec)),
         m_progress(options.progress, options.live, options.verbose, spec.search.budget_trials),
         m_watch_machine(trial_settings(spec).watch_machine && spec.search.busy != "ignore") {
@@ -124,6 +125,7 @@ class TuningRun final : public TrialSource, public TrialObserver {
       a.low = x->low;
       a.high = x->high;
       a.others_cores = x->others;
+      if (x->quiet && !m_study.kept_baseline_over) a.quiet_speedup = x->quiet->ratio;
     }
     if (m_study.kept_baseline_over) a.kept_baseline_over = m_space.to_assignment(*m_study.kept_baseline_over);
     a.time = elapsed();

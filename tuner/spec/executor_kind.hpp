@@ -12,7 +12,7 @@
 #include <string_view>
 #include <vector>
 
-#include "workloads/options.hpp"
+#include "core/options.hpp"
 
 namespace autotune {
 

@@ -4,14 +4,16 @@
 // the rest of the tuner works from this struct.
 #include <cstdint>
 #include <filesystem>
+#include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
+#include "core/options.hpp"
 #include "core/space.hpp"
 #include "search/strategy.hpp"
 #include "tuner/spec/executor_kind.hpp"
-#include "workloads/options.hpp"
 #include "workloads/workload.hpp"
 
 namespace autotune {
@@ -56,6 +58,14 @@ struct SearchSpec {
   // `warn` says so and carries on, `wait` holds each trial until the machine
   // is quiet (with a cap), `ignore` says nothing.
   std::string busy = "warn";
+  // `options: {NAME: {key: value}}`: each strategy's options as given,
+  // validated against what it declares (StrategyInfo::options).
+  std::map<std::string, Options> strategy_options;
+  // Those of `name` (none given: empty; make_strategy fills the defaults).
+  Options options_of(std::string_view name) const {
+    const auto it = strategy_options.find(std::string(name));
+    return it == strategy_options.end() ? Options{} : it->second;
+  }
 };
 
 // Where trials run (`executor:`). See docs/parallel.md.
@@ -144,6 +154,6 @@ std::string cores_warning(const Spec& spec, const Config& config);
 
 // What a strategy is given for one run over `space`.
 StrategyContext strategy_context(const SearchSpace& space, std::uint64_t seed, int budget,
-                                 std::vector<Config> initial, const Limits& limits);
+                                 std::vector<Config> initial, const Limits& limits, Options options = {});
 
 }  // namespace autotune

@@ -11,7 +11,7 @@
 #include <fmt/format.h>
 
 #include "search/strategy.hpp"
-#include "workloads/options.hpp"
+#include "core/options.hpp"
 
 namespace autotune {
 

@@ -12,7 +12,7 @@ int remeasure_rounds(const Spec& spec) {
 }
 
 StrategyContext strategy_context(const SearchSpace& space, std::uint64_t seed, int budget,
-                                 std::vector<Config> initial, const Limits& limits) {
+                                 std::vector<Config> initial, const Limits& limits, Options options) {
   StrategyContext ctx;
   ctx.space = &space;
   ctx.seed = seed;
@@ -20,6 +20,7 @@ StrategyContext strategy_context(const SearchSpace& space, std::uint64_t seed, i
   ctx.initial = std::move(initial);
   ctx.vram_limit_bytes = limits.vram_bytes;
   ctx.ram_limit_bytes = limits.ram_bytes;
+  ctx.options = std::move(options);
   return ctx;
 }
 

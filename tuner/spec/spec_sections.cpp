@@ -20,7 +20,8 @@ namespace {
 
 const std::vector<std::string> kWorkloadGenericKeys = {"kind", "timeout", "repeats", "isolation"};
 const std::vector<std::string> kSearchKeys = {"strategy", "budget",  "seed",      "initial", "confirm",
-                                             "parallel", "race",    "explain",   "remeasure", "busy"};
+                                             "parallel", "race",    "explain",   "remeasure", "busy",
+                                             "options"};
 const std::vector<std::string> kBudgetKeys = {"trials", "time", "until_converged"};
 const std::vector<std::string> kOutputKeys = {"tuned", "journal"};
 const std::vector<std::string> kExecutorGenericKeys = {"kind", "gpus"};  // every kind
@@ -361,6 +362,52 @@ void read_objective(YamlReader& r, const Entry& e, std::string& out) {
   if (auto s = r.get_choice(e.value, e.loc, "objective", kObjectives)) out = *s;
 }
 
+namespace {
+
+// `search.options`: a map from a strategy's name to the options it declares
+// (`options: {bo: {polish_after: 30}}`), so that compare can give each of
+// several strategies its own.
+void read_strategy_options(YamlReader& r, const Entry& e, SearchSpec& s) {
+  if (!r.expect_map(e.value, e.loc, "search.options", "a map from a strategy's name to its options")) return;
+  const std::vector<std::string> names = strategy_names();
+  for (const auto& k : r.read_map(e.value, "search.options", nullptr)) {
+    const std::string path = child("search.options", k.key);
+    const StrategyInfo* info = find_strategy(k.key);
+    if (!info) {
+      // An option written without its strategy's name above it.
+      std::string hint;
+      for (const auto& st : strategy_catalog())
+        if (std::any_of(st.options.begin(), st.options.end(), [&](const OptionSpec& o) { return o.key == k.key; }))
+          hint = fmt::format("'{}' is an option of the {} strategy: write options: {{{}: {{{}: ...}}}}", k.key,
+                             st.name, st.name, k.key);
+      r.fail(k.key_loc, path, "a strategy's name (" + join(names) + ")", "unknown key " + quote(k.key),
+             hint.empty() ? did_you_mean(k.key, names) : hint);
+      continue;
+    }
+    std::vector<std::string> allowed;
+    for (const auto& o : info->options) allowed.push_back(o.key);
+    if (allowed.empty()) {
+      r.fail(k.key_loc, path, "a strategy that takes options (" +
+                                  join([&] {
+                                    std::vector<std::string> v;
+                                    for (const auto& st : strategy_catalog())
+                                      if (!st.options.empty()) v.push_back(st.name);
+                                    return v;
+                                  }()) + ")",
+             "the " + k.key + " strategy, which takes none");
+      continue;
+    }
+    if (!r.expect_map(k.value, k.loc, path, "a map of the " + k.key + " strategy's options")) continue;
+    Options given;
+    for (const auto& o : r.read_map(k.value, path, nullptr))
+      read_declared_option(r, info->options, "the " + k.key + " strategy", o, child(path, o.key), allowed, "",
+                           fs::path{}, given);
+    s.strategy_options[k.key] = std::move(given);
+  }
+}
+
+}  // namespace
+
 void read_search(YamlReader& r, const Entry& e, const SpaceRead& space, const SearchSpace& built, SearchSpec& s) {
   if (!r.expect_map(e.value, e.loc, "search", "a map with strategy, budget, seed, initial, confirm, parallel, race"))
     return;
@@ -386,6 +433,7 @@ void read_search(YamlReader& r, const Entry& e, const SpaceRead& space, const Se
   if (const Entry* k = find(keys, "initial")) read_initial(r, *k, "search.initial", space, built, s.initial);
   if (const Entry* k = find(keys, "busy"))
     if (auto v = r.get_choice(k->value, k->loc, "search.busy", {"warn", "wait", "ignore"})) s.busy = *v;
+  if (const Entry* k = find(keys, "options")) read_strategy_options(r, *k, s);
   // `race: false` turns racing off; a number is the margin under the
   // incumbent below which a trial is stopped early (tuner/record/racing.hpp).
   if (const Entry* k = find(keys, "race")) {

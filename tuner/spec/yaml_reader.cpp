@@ -5,7 +5,7 @@
 
 #include <fmt/format.h>
 
-#include "workloads/options.hpp"
+#include "core/options.hpp"
 
 namespace autotune {
 

@@ -8,7 +8,7 @@
 #include <fmt/format.h>
 
 #include "workloads/cuda/cuda_check.hpp"
-#include "workloads/options.hpp"
+#include "core/options.hpp"
 #include "workloads/pipeline_knobs.hpp"
 
 namespace autotune::cuda {

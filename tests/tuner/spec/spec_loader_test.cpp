@@ -240,6 +240,17 @@ const Broken kBroken[] = {
     {"ExecutorMemNotASize", kHead + "executor: {kind: slurm, mem_per_trial: lots}\n", 4, 40,
      "executor.mem_per_trial", "a size"},
     {"ExecutorGpusNotAList", kHead + "executor: {gpus: 0-3}\n", 4, 18, "executor.gpus", "auto or a list"},
+    // Strategies take their declared options, under their names.
+    {"StrategyOptionWithoutItsStrategy", kHead + "search: {options: {polish_after: 30}}\n", 4, 20, "search.options.polish_after",
+     "'polish_after' is an option of the bo strategy"},
+    {"StrategyTakesNoOptions", kHead + "search: {options: {grid: {order: 1}}}\n", 4, 20, "search.options.grid",
+     "the grid strategy, which takes none"},
+    {"StrategyOptionNearMiss", kHead + "search: {options: {bo: {polish_aftr: 30}}}\n", 4, 25, "search.options.bo.polish_aftr",
+     "did you mean 'polish_after'?"},
+    {"StrategyOptionOutOfRange", kHead + "search: {options: {anneal: {adjacent_share: 2}}}\n", 4, 45, "search.options.anneal.adjacent_share",
+     "adjacent_share"},
+    {"StrategyOptionsNotAMap", kHead + "search: {options: [bo]}\n", 4, 19, "search.options",
+     "a map from a strategy's name to its options"},
     {"OutputAList", kHead + "output: [tuned.yaml]\n", 4, 9, "output", "a list"},
     {"UnknownOutputKey", kHead + "output: {tunned: x.yaml}\n", 4, 10, "output.tunned", "did you mean 'tuned'?"},
 };
@@ -315,6 +326,17 @@ TEST(SpecLoader, UnknownStrategyListsTheStrategies) {
   const SpecError* e = error_at_path(r, "search.strategy");
   ASSERT_NE(e, nullptr) << all_errors(r);
   for (const auto& s : strategy_names()) EXPECT_NE(e->expected.find(s), std::string::npos) << e->format();
+}
+
+TEST(SpecLoader, StrategyOptionsAreReadUnderTheirStrategysName) {
+  auto r = load(kHead + "search: {strategy: anneal, options: {anneal: {t_start: 0.2, screened_moves: 4}, bo: {}}}\n");
+  ASSERT_TRUE(r.spec.has_value()) << all_errors(r);
+  const Options a = r.spec->search.options_of("anneal");
+  EXPECT_DOUBLE_EQ(a.get_number("t_start"), 0.2);
+  EXPECT_EQ(a.get_int("screened_moves"), 4);
+  EXPECT_FALSE(a.has("t_end")) << "defaults are make_strategy's to fill";
+  EXPECT_TRUE(r.spec->search.options_of("bo").values().empty());
+  EXPECT_TRUE(r.spec->search.options_of("random").values().empty());
 }
 
 TEST(SpecLoader, DuplicateKeyNamesTheFirstOccurrence) {

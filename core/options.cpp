@@ -1,4 +1,4 @@
-#include "workloads/options.hpp"
+#include "core/options.hpp"
 
 #include <cctype>
 #include <cmath>

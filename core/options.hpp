@@ -1,7 +1,8 @@
 #pragma once
-// Workload options: each workload kind declares the keys it takes (name, type,
-// default, help); the spec loader validates a `workload:` map against that
-// schema and hands the workload plain values. No YAML type crosses this line.
+// Declared options: each workload kind, executor kind and strategy declares
+// the keys it takes (name, type, default, help); the spec loader validates
+// the user's map against that schema and hands on plain values. No YAML type
+// crosses this line.
 #include <cstdint>
 #include <map>
 #include <optional>
