@@ -31,6 +31,9 @@ inline constexpr double kBusyCores = 0.5;
 // and the device memory they held, the most seen at the trial's start or end.
 inline constexpr const char* foreign_gpu_processes = "foreign_gpu_processes";
 inline constexpr const char* foreign_gpu_bytes = "foreign_gpu_bytes";
+// ... and the share of the trial's GPUs' SM time those processes took over
+// the trial (0..1; where NVML is there to say, tuner/run/nvml_reader.hpp).
+inline constexpr const char* foreign_gpu_busy = "foreign_gpu_busy";
 // Drift control (tuner/record/drift.hpp): a search trial's figure as
 // measured, and the factor that reads it against the control nearest it.
 inline constexpr const char* throughput_measured = "throughput_measured";

@@ -22,6 +22,7 @@
 #include "tuner/record/journal_lock.hpp"
 #include "tuner/cli/output_paths.hpp"
 #include "tuner/report/report_html.hpp"
+#include "tuner/report/report_facts.hpp"
 #include "workloads/failure_reading.hpp"
 #include "tuner/record/same_training.hpp"
 #include "tuner/record/setup_stop.hpp"
@@ -110,6 +111,7 @@ std::string machine_line(const Study& r) {
   if (gpu_trials > 0)
     controls += fmt::format("; other processes on the GPU during {} trial{} (up to {:.0f}, holding {})", gpu_trials,
                             gpu_trials == 1 ? "" : "s", gpu_most, format_bytes(gpu_bytes));
+  if (const std::string busy = foreign_gpu_busy_words(r.trials); !busy.empty()) controls += "; " + busy;
   if (foreign.front().first < kBusyCores) return line + " (quiet)" + controls;
   std::string most;
   for (std::size_t i = 0; i < foreign.size() && i < 3 && foreign[i].first >= kBusyCores; ++i)

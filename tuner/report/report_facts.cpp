@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "core/metric_names.hpp"
 #include "tuner/record/emitter.hpp"
 #include "workloads/failure_reading.hpp"
 #include "core/options.hpp"
@@ -117,6 +118,37 @@ std::string format_rate(double v) { return std::fabs(v) >= 100 ? fmt::format("{:
 std::string memory_of(const Outcome& o, const char* metric) {
   const auto v = o.metric(metric);
   return v && *v > 0 ? format_bytes(*v) : std::string();
+}
+
+namespace {
+// Below 1% the share rounds to "0%", which says nothing.
+std::optional<double> shown_gpu_busy(const Outcome& o) {
+  const auto b = o.metric(metric::foreign_gpu_busy);
+  return b && *b >= 0.01 ? b : std::nullopt;
+}
+}  // namespace
+
+std::string foreign_gpu_busy_words(const std::vector<TrialRecord>& trials) {
+  int shared = 0, busiest = 0;
+  double most = 0;
+  for (const TrialRecord& t : trials)
+    if (const auto b = shown_gpu_busy(t.outcome)) {
+      ++shared;
+      if (*b > most) {
+        most = *b;
+        busiest = t.trial;
+      }
+    }
+  if (shared == 0) return {};
+  if (shared == 1)
+    return fmt::format("other processes used {:.0f}% of the GPU's SM time during trial {}", most * 100, busiest);
+  return fmt::format("other processes used the GPU's SM time during {} trials, up to {:.0f}% during trial {}", shared,
+                     most * 100, busiest);
+}
+
+std::string foreign_gpu_busy_note(const Outcome& o) {
+  const auto b = shown_gpu_busy(o);
+  return b ? fmt::format("other processes used {:.0f}% of the GPU's SM time meanwhile", *b * 100) : std::string();
 }
 
 }  // namespace autotune

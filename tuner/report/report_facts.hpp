@@ -44,4 +44,13 @@ std::string format_rate(double samples_per_s);
 // A trial's memory figure ("1.5GiB"), or empty.
 std::string memory_of(const Outcome& o, const char* metric);
 
+// Other processes' share of the GPU's SM time while trials ran
+// (foreign_gpu_busy), from 1%: "other processes used 35% of the GPU's SM
+// time during trial 7", or over several trials "other processes used the
+// GPU's SM time during 3 trials, up to 35% during trial 7"; empty when no
+// trial read that much.
+std::string foreign_gpu_busy_words(const std::vector<TrialRecord>& trials);
+// One trial's: "other processes used 35% of the GPU's SM time meanwhile", or empty.
+std::string foreign_gpu_busy_note(const Outcome& o);
+
 }  // namespace autotune

@@ -179,6 +179,7 @@ std::string trials_panel(const JournalStudy& s) {
       if (o.raced()) note += (note.empty() ? "" : "; ") + std::string("raced: stopped early, surely below the bar");
       if (const auto f = o.metric(metric::foreign_cores); f && *f >= metric::kBusyCores)
         note += (note.empty() ? "" : "; ") + fmt::format("other processes used {:.1f} cores meanwhile", *f);
+      if (const std::string gpu = foreign_gpu_busy_note(o); !gpu.empty()) note += (note.empty() ? "" : "; ") + gpu;
       if (const auto d = o.metric(metric::drift); d && *d != 1.0)
         note += (note.empty() ? "" : "; ") + fmt::format("read x{:.2f} against the control measured nearest it", *d);
       row.push_back(cell(note, std::nullopt, "reason"));

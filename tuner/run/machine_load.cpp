@@ -143,8 +143,7 @@ std::optional<GpuSnapshot> take_gpu_snapshot(const std::string& nvidia_smi) {
   std::istringstream dl(*devices);
   for (std::string line; std::getline(dl, line);)
     if (const auto f = fields(line); f.size() >= 2 && !f[0].empty()) s.devices.emplace_back(f[0], f[1]);
-  std::vector<long> ours;
-  tree_ticks(&ours);
+  const std::vector<long> ours = autotune_pids();
   std::istringstream al(*apps);
   for (std::string line; std::getline(al, line);) {
     const auto f = fields(line);
@@ -159,16 +158,28 @@ std::optional<GpuSnapshot> take_gpu_snapshot(const std::string& nvidia_smi) {
   return s;
 }
 
-GpuOthers foreign_gpu_use(const GpuSnapshot& s, std::string_view devices) {
-  // The devices named (CUDA_VISIBLE_DEVICES style: indices or UUIDs, or
-  // their prefixes), as UUIDs; none named: every one.
+std::vector<std::string> named_gpus(const std::vector<std::pair<std::string, std::string>>& devices,
+                                    std::string_view names) {
+  // CUDA_VISIBLE_DEVICES style: indices or UUIDs, or their prefixes.
   std::vector<std::string> uuids;
-  std::istringstream in{std::string(devices)};
+  std::istringstream in{std::string(names)};
   for (std::string d; std::getline(in, d, ',');) {
     if (d.empty()) continue;
-    for (const auto& [index, uuid] : s.devices)
+    for (const auto& [index, uuid] : devices)
       if (d == index || (d.size() >= 5 && uuid.rfind(d, 0) == 0)) uuids.push_back(uuid);
   }
+  return uuids;
+}
+
+std::vector<long> autotune_pids() {
+  std::vector<long> ours;
+  tree_ticks(&ours);
+  return ours;
+}
+
+GpuOthers foreign_gpu_use(const GpuSnapshot& s, std::string_view devices) {
+  // None named: every one.
+  const std::vector<std::string> uuids = named_gpus(s.devices, devices);
   GpuOthers out;
   for (const GpuSnapshot::App& a : s.others)
     if (uuids.empty() || a.gpu.empty() || std::find(uuids.begin(), uuids.end(), a.gpu) != uuids.end()) {

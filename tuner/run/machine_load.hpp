@@ -41,8 +41,8 @@ std::optional<double> foreign_cores(const LoadSnapshot& from, const LoadSnapshot
 
 // Other processes' use of the machine's GPUs: the compute processes outside
 // autotune's tree and the device memory they hold, as `nvidia-smi` lists
-// them, with the device each runs on. nullopt where the program is missing
-// or fails.
+// them (NvmlReader::snapshot() gives the same from NVML), with the device
+// each runs on. nullopt where the program is missing or fails.
 struct GpuSnapshot {
   struct App {
     long pid = 0;
@@ -61,6 +61,14 @@ struct GpuOthers {
   double bytes = 0;
 };
 GpuOthers foreign_gpu_use(const GpuSnapshot& s, std::string_view devices);
+
+// The UUIDs of the devices that `names` (as foreign_gpu_use takes them)
+// names among `devices` (index, UUID); empty when it names none of them.
+std::vector<std::string> named_gpus(const std::vector<std::pair<std::string, std::string>>& devices,
+                                    std::string_view names);
+
+// The pids of autotune's tree: this process and its live descendants.
+std::vector<long> autotune_pids();
 
 
 // A look at the machine over `seconds` (a blocking sample).

@@ -71,6 +71,13 @@ Outcome combine_repeats(std::vector<Outcome> runs) {
 Scheduler::Scheduler(Executor& executor, TrialSettings settings)
     : m_executor(executor), m_settings(std::move(settings)) {
   m_settings.repeats = std::max(1, m_settings.repeats);
+  if (m_settings.watch_gpus) m_nvml = NvmlReader::open();
+}
+
+std::optional<GpuSnapshot> Scheduler::gpu_snapshot() const {
+  if (m_nvml)
+    if (auto s = m_nvml->snapshot()) return s;
+  return take_gpu_snapshot();
 }
 
 void Scheduler::start_repeat(int trial, InFlight& t) {
@@ -96,7 +103,10 @@ void Scheduler::submit(int trial, const Assignment& config, const TrialContext& 
   t.config = config;
   t.ctx = ctx;
   if (m_settings.watch_machine) t.load_from = take_load_snapshot();
-  if (m_settings.watch_gpus) t.gpus_from = take_gpu_snapshot();
+  if (m_settings.watch_gpus) {
+    t.started_us = wall_clock_us();
+    t.gpus_from = gpu_snapshot();
+  }
   auto [it, fresh] = m_trials.emplace(trial, std::move(t));
   if (!fresh) throw std::logic_error(fmt::format("trial {} is already running", trial));
   start_repeat(trial, it->second);
@@ -136,17 +146,21 @@ std::optional<Scheduler::Done> Scheduler::wait_any(std::chrono::milliseconds wai
     o.seconds = t.seconds;
     if (const auto foreign = t.load_from.valid ? foreign_cores(t.load_from, take_load_snapshot()) : std::nullopt)
       o.metrics[metric::foreign_cores] = *foreign;
-    if (m_settings.watch_gpus)
-      if (const auto snapshot = take_gpu_snapshot()) {
-        // The trial's devices: its slot's, else autotune's own view.
-        std::string devices;
-        if (const auto g = o.labels.find("gpus"); g != o.labels.end()) devices = g->second;
-        else if (const char* v = std::getenv("CUDA_VISIBLE_DEVICES")) devices = v;
+    if (m_settings.watch_gpus) {
+      // The trial's devices: its slot's, else autotune's own view.
+      std::string devices;
+      if (const auto g = o.labels.find("gpus"); g != o.labels.end()) devices = g->second;
+      else if (const char* v = std::getenv("CUDA_VISIBLE_DEVICES")) devices = v;
+      if (const auto snapshot = gpu_snapshot()) {
         const GpuOthers then = t.gpus_from ? foreign_gpu_use(*t.gpus_from, devices) : GpuOthers{};
-        const std::optional<GpuOthers> now = foreign_gpu_use(*snapshot, devices);
-        o.metrics[metric::foreign_gpu_processes] = std::max(then.processes, now->processes);
-        o.metrics[metric::foreign_gpu_bytes] = std::max(then.bytes, now->bytes);
+        const GpuOthers now = foreign_gpu_use(*snapshot, devices);
+        o.metrics[metric::foreign_gpu_processes] = std::max(then.processes, now.processes);
+        o.metrics[metric::foreign_gpu_bytes] = std::max(then.bytes, now.bytes);
       }
+      if (m_nvml)
+        if (const auto busy = m_nvml->foreign_busy(devices, t.started_us))
+          o.metrics[metric::foreign_gpu_busy] = *busy;
+    }
     Done d{run->ticket, std::move(t.config), apply_limits(std::move(o), m_settings.limits)};
     m_trials.erase(it);
     return d;

@@ -13,6 +13,7 @@
 
 #include "tuner/run/executor.hpp"
 #include "tuner/run/machine_load.hpp"
+#include "tuner/run/nvml_reader.hpp"
 #include "workloads/workload.hpp"
 
 namespace autotune {
@@ -29,7 +30,8 @@ struct TrialSettings {
   // Read what the rest of the machine does during each trial (the
   // foreign_cores metric); off for workloads that measure nothing real.
   bool watch_machine = false;
-  bool watch_gpus = false;  // ... and its GPUs (a device here and nvidia-smi to read it)
+  // ... and its GPUs (a device here, and NVML or nvidia-smi to read it).
+  bool watch_gpus = false;
 };
 
 // From a spec: its timeout, limits and repeats; logs beside the journal
@@ -90,11 +92,16 @@ class Scheduler {
     double seconds = 0;
     LoadSnapshot load_from;  // the machine when it started
     std::optional<GpuSnapshot> gpus_from;
+    std::uint64_t started_us = 0;  // wall clock, for NVML's samples since then
   };
   void start_repeat(int trial, InFlight& t);
+  // The GPUs' other processes: through NVML where it opened and answers,
+  // else through nvidia-smi.
+  std::optional<GpuSnapshot> gpu_snapshot() const;
 
   Executor& m_executor;
   TrialSettings m_settings;
+  std::optional<NvmlReader> m_nvml;  // opened when watching GPUs
   std::map<int, InFlight> m_trials;
 };
 

@@ -6,11 +6,13 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <fstream>
 #include <latch>
 #include <mutex>
 #include <set>
 
+#include "core/metric_names.hpp"
 #include "tests/support/proc_util.hpp"
 #include "tuner/run/runner.hpp"
 #include "workloads/workloads.hpp"
@@ -100,6 +102,47 @@ TEST(Scheduler, TheSlotsPlacementReachesTheTrialAndItsLabels) {
     gpus.insert(o.labels.at("gpus"));
   }
   EXPECT_EQ(gpus, (std::set<std::string>{"3", "5"}));
+}
+
+// Other processes on the trial's GPU, read through NVML (the stand-in
+// tests/support/fake_nvml.cpp: pid 4242 with 1 GiB and 40% of device 0's SM
+// time, and this test's own process, which is autotune's): per trial, on
+// the trial's own device.
+TEST(Scheduler, OtherProcessesOnTheTrialsGpuAndTheirShareOfItsTimeAreRecordedPerTrial) {
+  ::setenv("AUTOTUNE_NVML_LIBRARY", AUTOTUNE_FAKE_NVML, 1);
+  auto pool = make_local_executor([](const Assignment& a, const TrialContext&) {
+    Outcome o = Outcome::success(1);
+    o.labels["gpus"] = a.get_int("batch_size", 0) == 1 ? "0" : "1";  // as its slot would say
+    return o;
+  });
+  TrialSettings s;
+  s.watch_gpus = true;
+  Scheduler sch(*pool, s);
+  sch.submit(1, cfg(1));
+  const Outcome on0 = sch.wait_next().outcome;
+  sch.submit(2, cfg(2));
+  const Outcome on1 = sch.wait_next().outcome;
+  ::unsetenv("AUTOTUNE_NVML_LIBRARY");
+  EXPECT_DOUBLE_EQ(on0.metric(metric::foreign_gpu_processes).value_or(-1), 1);
+  EXPECT_DOUBLE_EQ(on0.metric(metric::foreign_gpu_bytes).value_or(-1), 1024.0 * 1024 * 1024);
+  EXPECT_NEAR(on0.metric(metric::foreign_gpu_busy).value_or(-1), 0.40, 1e-9);
+  EXPECT_DOUBLE_EQ(on1.metric(metric::foreign_gpu_processes).value_or(-1), 0);
+  EXPECT_NEAR(on1.metric(metric::foreign_gpu_busy).value_or(-1), 0.0, 1e-9);
+}
+
+// Without NVML the busy share is not made up: nvidia-smi, where it runs,
+// lists the processes and their memory only.
+TEST(Scheduler, WithoutNvmlNoTrialHasABusyShare) {
+  ::setenv("AUTOTUNE_NVML_LIBRARY", "/nonexistent/libnvidia-ml.so.1", 1);
+  auto pool = make_local_executor([](const Assignment&, const TrialContext&) { return Outcome::success(1); });
+  TrialSettings s;
+  s.watch_gpus = true;
+  Scheduler sch(*pool, s);
+  sch.submit(1, cfg(1));
+  const Outcome o = sch.wait_next().outcome;
+  ::unsetenv("AUTOTUNE_NVML_LIBRARY");
+  EXPECT_TRUE(o.ok());
+  EXPECT_FALSE(o.metric(metric::foreign_gpu_busy));
 }
 
 TEST(Scheduler, StopAllStopsRunningTrialProcessesAndForgetsThem) {
