@@ -196,11 +196,6 @@ std::string last_line(std::string_view text) {
   return lines.empty() ? std::string() : std::string(lines.front());
 }
 
-std::string_view first_line(std::string_view text) {
-  const auto nl = text.find('\n');
-  return nl == std::string_view::npos ? text : text.substr(0, nl);
-}
-
 std::optional<FailureReading> read_reported_failure(std::string_view stderr_tail, int exit_code, bool via_shell) {
   const auto lines = lines_backwards(stderr_tail);
   if (auto r = read_dataloader(lines)) return r;

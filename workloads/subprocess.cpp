@@ -3,7 +3,7 @@
 // with the result file that both read.
 #include "workloads/subprocess.hpp"
 
-#include "workloads/atomic_file.hpp"
+#include "core/atomic_file.hpp"
 #include "workloads/subprocess_detail.hpp"
 
 #include <signal.h>

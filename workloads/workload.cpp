@@ -2,7 +2,7 @@
 
 #include <fmt/format.h>
 
-#include "workloads/options.hpp"
+#include "core/text.hpp"
 
 namespace autotune {
 

@@ -6,9 +6,8 @@
 
 #include <fmt/format.h>
 
+#include "core/text.hpp"
 #include "tuner/record/emitter.hpp"
-#include "workloads/failure_reading.hpp"
-#include "workloads/options.hpp"
 
 namespace autotune {
 namespace {
