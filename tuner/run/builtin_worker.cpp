@@ -6,10 +6,10 @@
 #include <iostream>
 
 #include "core/atomic_file.hpp"
+#include "proc/subprocess.hpp"
 #include "tuner/record/journal.hpp"
 #include "tuner/run/wire.hpp"
 #include "workloads/command.hpp"
-#include "workloads/subprocess.hpp"
 
 namespace autotune {
 namespace {

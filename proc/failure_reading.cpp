@@ -1,4 +1,4 @@
-#include "workloads/failure_reading.hpp"
+#include "proc/failure_reading.hpp"
 
 #include <signal.h>
 #include <sys/statvfs.h>
