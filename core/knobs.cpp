@@ -60,7 +60,7 @@ std::string knob_env_name(std::string_view name) {
 
 const std::vector<std::string_view>& tool_env_names() {
   // Set in workloads/command.cpp (TRIAL, TRIAL_START, RESULT, STOP_BELOW),
-  // workloads/subprocess.cpp (WARM_DIR) and tuner/run/builtin_worker.cpp
+  // proc/subprocess.cpp (WARM_DIR) and tuner/run/builtin_worker.cpp
   // (WORKER_*); read in workloads/cuda_workload_info.cpp (CUDA_MODULE) and
   // skipped by python/autotune_trial/_params.py.
   static const std::vector<std::string_view> names = {

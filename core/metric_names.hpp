@@ -70,7 +70,7 @@ inline constexpr const char* startup_seconds = "startup_seconds";
 inline constexpr const char* worker_started = "worker_started";
 inline constexpr const char* warm_ran_cold = "warm_ran_cold";
 // 1 on the trial before which the slot's worker was replaced because its
-// resident memory had grown between trials (a leak; workloads/subprocess.hpp).
+// resident memory had grown between trials (a leak; proc/subprocess.hpp).
 inline constexpr const char* worker_replaced = "worker_replaced";
 
 // A job of several data-parallel ranks (python/autotune_trial/_ranks.py):

@@ -2,7 +2,6 @@
 
 #include <cctype>
 #include <cmath>
-#include <cstdio>
 #include <stdexcept>
 
 namespace autotune {
@@ -111,18 +110,6 @@ std::optional<std::int64_t> parse_bytes(std::string_view text) {
   for (const auto& [name, scale] : kUnits)
     if (unit == name) return static_cast<std::int64_t>(std::llround(x * scale));
   return std::nullopt;
-}
-
-std::string format_bytes(double bytes) {
-  static const char* kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  int u = 0;
-  while (bytes >= 1024.0 && u < 4) {
-    bytes /= 1024.0;
-    ++u;
-  }
-  char buf[32];
-  std::snprintf(buf, sizeof buf, u == 0 ? "%.0f %s" : "%.1f %s", bytes, kUnits[u]);
-  return buf;
 }
 
 }  // namespace autotune

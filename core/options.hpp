@@ -72,6 +72,5 @@ class Options {
 std::optional<double> parse_duration(std::string_view text);
 // "8GiB" / "512MB" / "1.5G" / "1024" -> bytes.
 std::optional<std::int64_t> parse_bytes(std::string_view text);
-std::string format_bytes(double bytes);
 
 }  // namespace autotune

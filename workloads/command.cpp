@@ -12,7 +12,7 @@
 
 #include <fmt/format.h>
 
-#include "workloads/subprocess.hpp"
+#include "proc/subprocess.hpp"
 #include "workloads/workloads.hpp"
 
 namespace autotune {

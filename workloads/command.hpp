@@ -22,7 +22,7 @@
 // when measure() is called inline: a command trial is always isolated. A
 // simple command is exec'd by the shell (exec_form), so the trial's own
 // signal reaches the runner; otherwise the shell's report (128+N and its
-// message) is read back as the signal (workloads/failure_reading.hpp).
+// message) is read back as the signal (proc/failure_reading.hpp).
 #include <chrono>
 #include <functional>
 #include <initializer_list>

@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 
 #include "core/metric_names.hpp"
+#include "core/text.hpp"
 #include "workloads/harness.hpp"
 #include "workloads/loader.hpp"
 #include "workloads/measure.hpp"

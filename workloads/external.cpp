@@ -10,9 +10,9 @@
 #include <nlohmann/json.hpp>
 
 #include "core/metric_names.hpp"
-#include "workloads/failure_reading.hpp"
+#include "proc/failure_reading.hpp"
+#include "proc/subprocess.hpp"
 #include "workloads/setup_failure.hpp"
-#include "workloads/subprocess.hpp"
 #include "workloads/workload.hpp"
 
 namespace autotune {

@@ -1,5 +1,6 @@
 #include "workloads/replay.hpp"
 
+#include "core/csv_table.hpp"
 #include "core/metric_names.hpp"
 #include "workloads/pipeline_knobs.hpp"
 
@@ -7,7 +8,6 @@
 #include <cmath>
 #include <random>
 
-#include "workloads/csv_table.hpp"
 #include "workloads/workloads.hpp"
 
 namespace autotune {

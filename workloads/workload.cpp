@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "core/options.hpp"
+#include "core/text.hpp"
 
 namespace autotune {
 

@@ -195,7 +195,7 @@ class Docs(Runs, unittest.TestCase):
 
 
 # A source path in backticks: a folder of the repository, then more.
-SOURCE_PATH = re.compile(r"`((?:core|search|workloads|tuner|python|tests|bench|configs|scripts)/[^`\s]*)`")
+SOURCE_PATH = re.compile(r"`((?:core|proc|search|workloads|tuner|python|tests|bench|configs|scripts)/[^`\s]*)`")
 
 
 class CodeMaps(unittest.TestCase):

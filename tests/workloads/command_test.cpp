@@ -14,7 +14,6 @@
 #include <chrono>
 
 #include "tests/support/proc_util.hpp"
-#include "workloads/subprocess.hpp"
 #include "workloads/workloads.hpp"
 
 namespace autotune {
@@ -524,17 +523,6 @@ TEST(CommandWorkload, NonFiniteAndAbsurdFiguresAreErrorsThatSaySo) {
   Outcome o = lots->measure(cfg(), ctx_with(10));
   EXPECT_EQ(o.status, Status::error);
   EXPECT_NE(o.reason.find("301 metrics, at most 256"), std::string::npos) << o.reason;
-}
-
-TEST(OomMessages, DeviceAndHostPatterns) {
-  EXPECT_EQ(find_oom_message("RuntimeError: CUDA out of memory. Tried to allocate 20.00 MiB"), Status::oom);
-  EXPECT_EQ(find_oom_message("RuntimeError: CUDA error: out of memory\nCUDA kernel errors"), Status::oom);
-  EXPECT_EQ(find_oom_message("CUBLAS_STATUS_ALLOC_FAILED when calling cublasCreate(handle)"), Status::oom);
-  EXPECT_EQ(find_oom_message("terminate called after throwing an instance of 'std::bad_alloc'"), Status::host_oom);
-  EXPECT_EQ(find_oom_message("Traceback...\nMemoryError\n"), Status::host_oom);
-  EXPECT_EQ(find_oom_message("MemoryError"), Status::host_oom);
-  EXPECT_EQ(find_oom_message("loading 3 GB of memory into cache"), std::nullopt);
-  EXPECT_EQ(find_oom_message(""), std::nullopt);
 }
 
 }  // namespace

@@ -11,6 +11,7 @@
 
 #include <fmt/format.h>
 
+#include "core/csv_table.hpp"
 #include "tuner/cli/cli.hpp"
 #include "tuner/cli/cli_commands.hpp"
 #include "tuner/cli/cli_common.hpp"
@@ -18,7 +19,6 @@
 #include "tuner/cli/set_aside.hpp"
 #include "tuner/run/interrupt.hpp"
 #include "tuner/run/scheduler.hpp"
-#include "workloads/csv_table.hpp"
 
 namespace autotune {
 namespace {

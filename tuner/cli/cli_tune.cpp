@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "core/metric_names.hpp"
+#include "core/text.hpp"
 #include "tuner/cli/cli.hpp"
 #include "tuner/cli/cli_commands.hpp"
 #include "tuner/cli/cli_common.hpp"
@@ -23,7 +24,6 @@
 #include "tuner/cli/output_paths.hpp"
 #include "tuner/report/report_html.hpp"
 #include "tuner/report/report_facts.hpp"
-#include "workloads/failure_reading.hpp"
 #include "tuner/record/same_training.hpp"
 #include "tuner/record/setup_stop.hpp"
 #include "tuner/cli/set_aside.hpp"

@@ -13,13 +13,13 @@
 #include <fmt/ranges.h>
 
 #include "core/knobs.hpp"
+#include "core/text.hpp"
 #include "tuner/cli/cli.hpp"
 #include "tuner/cli/cli_commands.hpp"
 #include "tuner/cli/cli_common.hpp"
 #include "tuner/run/interrupt.hpp"
 #include "tuner/run/machine_load.hpp"
 #include "tuner/run/run_once.hpp"
-#include "workloads/failure_reading.hpp"
 #include "workloads/setup_failure.hpp"
 
 namespace autotune {

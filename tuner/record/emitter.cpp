@@ -16,8 +16,8 @@
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
 
+#include "core/atomic_file.hpp"
 #include "core/metric_names.hpp"
-#include "workloads/atomic_file.hpp"
 
 namespace autotune {
 namespace {

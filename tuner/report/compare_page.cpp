@@ -3,10 +3,10 @@
 #include <fstream>
 #include <sstream>
 
+#include "core/csv_table.hpp"
 #include "tuner/record/emitter.hpp"
 #include "tuner/report/gnuplot_svg.hpp"
 #include "tuner/report/html_page.hpp"
-#include "workloads/csv_table.hpp"
 
 namespace autotune {
 namespace {

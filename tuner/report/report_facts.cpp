@@ -7,9 +7,8 @@
 #include <fmt/format.h>
 
 #include "core/metric_names.hpp"
+#include "core/text.hpp"
 #include "tuner/record/emitter.hpp"
-#include "workloads/failure_reading.hpp"
-#include "core/options.hpp"
 
 namespace autotune {
 namespace {

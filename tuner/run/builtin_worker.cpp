@@ -5,11 +5,11 @@
 #include <cstdlib>
 #include <iostream>
 
+#include "core/atomic_file.hpp"
+#include "proc/subprocess.hpp"
 #include "tuner/record/journal.hpp"
 #include "tuner/run/wire.hpp"
-#include "workloads/atomic_file.hpp"
 #include "workloads/command.hpp"
-#include "workloads/subprocess.hpp"
 
 namespace autotune {
 namespace {

@@ -3,7 +3,7 @@
 // `autotune` process per parallel slot that measures trial after trial, so
 // the CUDA context, cuBLAS's handle and the loaded cuda module are paid for
 // once, not on every trial. It speaks the protocol of autotune_trial.trials()
-// (workloads/subprocess.hpp WarmWorker): the first trial's environment starts
+// (proc/subprocess.hpp WarmWorker): the first trial's environment starts
 // it, it writes the trial's Outcome (the wire line, tuner/run/wire.hpp) to
 // $AUTOTUNE_RESULT and `ready-<trial>` to $AUTOTUNE_WARM_DIR, then waits for
 // `next.json` or `stop`. Isolation is a cold trial's: its own process group,

@@ -11,13 +11,13 @@
 
 #include <fmt/format.h>
 
+#include "core/csv_table.hpp"
 #include "search/strategy.hpp"
 #include "tuner/record/confirm.hpp"
 #include "tuner/run/driver.hpp"
 #include "tuner/record/racing.hpp"
 #include "tuner/run/scheduler.hpp"
 #include "tuner/record/study.hpp"
-#include "workloads/csv_table.hpp"
 
 namespace autotune {
 namespace {

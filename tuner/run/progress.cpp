@@ -6,8 +6,8 @@
 
 #include "core/metric_names.hpp"
 #include "core/printable.hpp"
+#include "core/text.hpp"
 #include "tuner/record/tuning_time.hpp"
-#include "workloads/failure_reading.hpp"
 
 namespace autotune {
 namespace {

@@ -8,9 +8,9 @@
 #include <mutex>
 
 #include "core/metric_names.hpp"
+#include "proc/subprocess.hpp"
 #include "tuner/run/interrupt.hpp"
 #include "tuner/run/wire.hpp"
-#include "workloads/subprocess.hpp"
 
 namespace autotune {
 namespace {

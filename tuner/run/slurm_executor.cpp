@@ -9,11 +9,11 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "proc/subprocess.hpp"
 #include "tuner/record/journal.hpp"
 #include "tuner/run/executor_registry.hpp"
 #include "tuner/run/runner.hpp"
 #include "tuner/run/wire.hpp"
-#include "workloads/subprocess.hpp"
 
 namespace autotune {
 namespace {

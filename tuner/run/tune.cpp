@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "core/metric_names.hpp"
+#include "core/text.hpp"
 #include "tuner/record/confirm.hpp"
 #include "tuner/record/drift.hpp"
 #include "tuner/run/driver.hpp"
@@ -21,7 +22,6 @@
 #include "tuner/record/setup_stop.hpp"
 #include "tuner/run/runner.hpp"
 #include "tuner/run/scheduler.hpp"
-#include "workloads/failure_reading.hpp"
 
 namespace autotune {
 namespace {

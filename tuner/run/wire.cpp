@@ -3,9 +3,9 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "proc/failure_reading.hpp"
+#include "proc/subprocess.hpp"
 #include "tuner/record/journal.hpp"
-#include "workloads/failure_reading.hpp"
-#include "workloads/subprocess.hpp"
 
 namespace autotune {
 namespace {

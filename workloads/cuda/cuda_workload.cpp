@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "core/metric_names.hpp"
+#include "core/text.hpp"
 #include "workloads/cuda/cuda_arch.hpp"
 #include "workloads/cuda/cuda_check.hpp"
 #include "workloads/cuda/cuda_handles.hpp"

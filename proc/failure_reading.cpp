@@ -1,4 +1,4 @@
-#include "workloads/failure_reading.hpp"
+#include "proc/failure_reading.hpp"
 
 #include <signal.h>
 #include <sys/statvfs.h>
@@ -194,11 +194,6 @@ std::string shm_summary(const char* path) {
 std::string last_line(std::string_view text) {
   auto lines = lines_backwards(text);
   return lines.empty() ? std::string() : std::string(lines.front());
-}
-
-std::string_view first_line(std::string_view text) {
-  const auto nl = text.find('\n');
-  return nl == std::string_view::npos ? text : text.substr(0, nl);
 }
 
 std::optional<FailureReading> read_reported_failure(std::string_view stderr_tail, int exit_code, bool via_shell) {

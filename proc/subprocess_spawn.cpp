@@ -1,7 +1,7 @@
 // Starting a trial's child: forked to run a body in this program
 // (run_forked) or exec'ing a command (spawn_external), in its own process
 // group, with the tuner's signal handling and descriptors left behind.
-#include "workloads/subprocess_detail.hpp"
+#include "proc/subprocess_detail.hpp"
 
 #include <fcntl.h>
 #include <sched.h>

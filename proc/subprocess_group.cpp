@@ -1,6 +1,6 @@
 // The trial's process group as /proc and the kernel log see it: its
 // members' peak memory and the OOM killer's victims among them.
-#include "workloads/subprocess_detail.hpp"
+#include "proc/subprocess_detail.hpp"
 
 #include <dirent.h>
 #include <fcntl.h>

@@ -1,4 +1,4 @@
-#include "workloads/atomic_file.hpp"
+#include "core/atomic_file.hpp"
 
 #include <fcntl.h>
 #include <unistd.h>

@@ -23,11 +23,18 @@
 // every process of the user) cannot act.
 #include <condition_variable>
 #include <cstddef>
+#include <filesystem>
 #include <functional>
+#include <map>
 #include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
 #include <thread>
+#include <vector>
 
-#include "workloads/workload.hpp"
+#include "core/outcome.hpp"
+#include "proc/external_run.hpp"
 
 namespace autotune {
 

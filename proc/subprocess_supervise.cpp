@@ -1,7 +1,7 @@
 // One trial's life in the parent: its stops (the timeout, a cancel, the
 // grace after its result), its output drained into bounded tails, its
 // group's memory sampled, and the child reaped with its group gone.
-#include "workloads/subprocess_detail.hpp"
+#include "proc/subprocess_detail.hpp"
 
 #include <fcntl.h>
 #include <poll.h>

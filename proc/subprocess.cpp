@@ -1,10 +1,10 @@
 // An ExternalCommand's trial: run_external (a process per trial) and the
 // warm worker (one process for many trials, both sides of its protocol),
 // with the result file that both read.
-#include "workloads/subprocess.hpp"
+#include "proc/subprocess.hpp"
 
-#include "workloads/atomic_file.hpp"
-#include "workloads/subprocess_detail.hpp"
+#include "core/atomic_file.hpp"
+#include "proc/subprocess_detail.hpp"
 
 #include <signal.h>
 #include <sys/types.h>

@@ -1,6 +1,6 @@
 #pragma once
 // The child-process layer's parts that its files share (subprocess*.cpp);
-// nothing outside them includes this. The interface is workloads/subprocess.hpp.
+// nothing outside them includes this. The interface is proc/subprocess.hpp.
 //   subprocess_spawn.cpp      starting a child: fork, its own group, exec
 //   subprocess_supervise.cpp  one trial's life: timeout, pipes, reaping
 //   subprocess_group.cpp      the group as /proc and the kernel log see it
@@ -16,7 +16,7 @@
 #include <set>
 #include <string>
 
-#include "workloads/subprocess.hpp"
+#include "proc/subprocess.hpp"
 
 namespace autotune::subproc {
 

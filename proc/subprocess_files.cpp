@@ -1,7 +1,7 @@
 // The files a trial controls, as the tuner reads them: its result file
 // (and the warm protocol's markers) may be anything the job made of the
 // path, so nothing here follows a link, blocks or reads without bound.
-#include "workloads/subprocess_detail.hpp"
+#include "proc/subprocess_detail.hpp"
 
 #include <fcntl.h>
 #include <sys/stat.h>

@@ -56,7 +56,4 @@ std::string shm_summary(const char* path = "/dev/shm");
 // The last non-blank line of `text`, trimmed; empty when there is none.
 std::string last_line(std::string_view text);
 
-// The first line of `text` (for one-line displays of a reason).
-std::string_view first_line(std::string_view text);
-
 }  // namespace autotune

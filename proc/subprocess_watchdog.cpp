@@ -13,7 +13,7 @@
 // tuner's group (a shell's `kill -9 %1`) does not take it too, and ignores
 // the terminal's signals; the tuner's end is close-on-exec, and a forked
 // child that does not exec lets go of it (forget_watchdog_in_child).
-#include "workloads/subprocess_detail.hpp"
+#include "proc/subprocess_detail.hpp"
 
 #include <fcntl.h>
 #include <signal.h>

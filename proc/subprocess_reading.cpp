@@ -1,8 +1,8 @@
 // What a finished trial's run says: how it ended, as a status and a
 // reason, and what of its output a reason quotes.
-#include "workloads/subprocess.hpp"
+#include "proc/subprocess.hpp"
 
-#include "workloads/failure_reading.hpp"
+#include "proc/failure_reading.hpp"
 
 #include <signal.h>
 

@@ -1,4 +1,4 @@
-#include "workloads/csv_table.hpp"
+#include "core/csv_table.hpp"
 
 #include <csv.h>
 
