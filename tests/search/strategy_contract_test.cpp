@@ -179,8 +179,12 @@ TEST_P(StrategyContract, DeclaredDefaultsAreInBoundsAndAreWhatItUsesUngiven) {
           else return 0.0;
         },
         *o.default_value);
-    if (o.min) EXPECT_GE(v, *o.min) << o.key;
-    if (o.max) EXPECT_LE(v, *o.max) << o.key;
+    if (o.min) {
+      EXPECT_GE(v, *o.min) << o.key;
+    }
+    if (o.max) {
+      EXPECT_LE(v, *o.max) << o.key;
+    }
     all[o.key] = *o.default_value;
   }
   auto run = [&](std::map<std::string, OptionValue> given) {
