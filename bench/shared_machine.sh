@@ -89,6 +89,22 @@ b, q, l = ([float(x) for x in a.split()] for a in sys.argv[3:6])
 bl, ll = ([float(x) for x in a.split()] for a in sys.argv[9:11])
 under_load = st.median(ll) / st.median(bl)
 mb, mq, ml = st.median(b), st.median(q), st.median(l)
+import math
+T95 = (6.314, 2.920, 2.353, 2.132, 2.015, 1.943, 1.895, 1.860, 1.833, 1.812)
+def interval(num, den):
+    """The ratio's 90% interval over the rounds, each round's two runs taken one after the other."""
+    logs = [math.log(x / y) for x, y in zip(num, den) if x > 0 and y > 0]
+    if len(logs) < 2:
+        return None
+    m = sum(logs) / len(logs)
+    sd = (sum((v - m) ** 2 for v in logs) / (len(logs) - 1)) ** 0.5
+    h = T95[min(len(logs) - 1, len(T95)) - 1] * sd / len(logs) ** 0.5
+    return math.exp(m - h), math.exp(m + h)
+for name, num in (("quiet answer", q), ("load answer", l)):
+    iv = interval(num, b)
+    if iv:
+        print(f"independent {name} against the baseline, round by round: {iv[0]:.2f}-{iv[1]:.2f}x at 90% "
+              f"(the timing's own uncertainty; {len(b)} rounds)")
 print(f"quiet run: {sys.argv[8]} s; answer {sys.argv[6]}")
 print(f"load run:  answer {sys.argv[7]}")
 print(f"independent medians (samples/s): baseline {mb:.1f}, quiet answer {mq:.1f}, load answer {ml:.1f}")
