@@ -136,6 +136,11 @@ bool apply_overrides(Spec& spec, const Overrides& o) {
     if (!c.value) return refused("--confirm", c.error);
     spec.search.confirm = *o.confirm;
   }
+  if (o.remeasure) {
+    auto c = check_int(std::to_string(*o.remeasure), kConfirmRange);
+    if (!c.value) return refused("--remeasure", c.error);
+    spec.search.remeasure = *o.remeasure;
+  }
   if (o.out) {
     if (o.out->empty()) {
       std::cerr << "--out: expected a path for tuned.yaml, found an empty one\n";

@@ -36,6 +36,7 @@ struct Overrides {
   std::optional<std::string> out;     // tuned.yaml path; the journal goes beside it
   std::optional<int> parallel;
   std::optional<int> confirm;
+  std::optional<int> remeasure;
 };
 // Returns false (after printing why) when an override is invalid.
 bool apply_overrides(Spec& spec, const Overrides& o);

@@ -325,6 +325,9 @@ std::function<int()> add_tune_options(CLI::App& app) {
   app.add_option("--parallel", args->overrides.parallel, "trials in flight at once (search.parallel)");
   app.add_option("--confirm", args->overrides.confirm,
                  "after the search, measure the N best once more each and choose on all measurements (search.confirm)");
+  app.add_option("--remeasure", args->overrides.remeasure,
+                 "after the search, measure the baseline and the answer again side by side, N pairs at most; 0: not "
+                 "(search.remeasure)");
   auto* resume = app.add_flag("--resume", args->resume, "continue from the journal without re-running finished trials");
   app.add_flag("--fresh", args->fresh,
                "start a new run; an earlier run's journal, trial logs and tuned.yaml are moved aside (NAME-1...), "
