@@ -118,11 +118,6 @@ for name, out, truth in (("quiet", qo, mq / mb), ("load", lo, ml / mb)):
         if name == "load":
             print(f"       under the same busy loop, independent {under_load:.2f}x: off by "
                   f"{100 * (x / under_load - 1):+.1f}%, {'inside' if a <= under_load <= z else 'OUTSIDE'} the interval")
-        qm = re.search(r"while the machine was quiet the search measured ([0-9.]+)x", out)
-        if qm:
-            qx = float(qm.group(1))
-            print(f"       measured while quiet (printed beside it) {qx:.2f}x: off by {100 * (qx / truth - 1):+.1f}% "
-                  f"from the quiet independent timing")
     else:
         print(f"{name:5}: no interval printed{' (baseline kept)' if kept else ''}; independent {truth:.2f}x")
     for line in out.splitlines():

@@ -165,11 +165,7 @@ void print_summary(const Spec& spec, const Study& r) {
         std::cout << fmt::format("        the pairs ran while other processes used {:.1f} of {} cores: the speedup "
                                  "is the one a machine that busy gives; on a quiet one it may differ\n",
                                  *x->others, usable_cores());
-      if (x->remeasured && x->quiet && !r.kept_baseline_over)
-        std::cout << fmt::format("        while the machine was quiet the search measured {:.2f}x ({} run{} of the "
-                                 "answer, {} of the baseline, each alone): on a quiet machine expect about that\n",
-                                 x->quiet->ratio, x->quiet->answer_runs, x->quiet->answer_runs == 1 ? "" : "s",
-                                 x->quiet->baseline_runs);
+
       if (!x->remeasured)
         std::cout << fmt::format("        {:.2f}x the baseline ({:.1f} samples/s: {})\n", x->ratio, x->baseline,
                                  spec.space.to_assignment(r.baseline->config).describe());

@@ -67,12 +67,6 @@ void emit_baseline(YAML::Emitter& e, const SearchSpace& space, const Assignment&
         // Other processes' cores while the pairs ran (their mean).
         if (x->others)
           e << YAML::Key << "others_cores" << YAML::Value << sig(*x->others, 3);
-        // Pairs under load: the ratio of the two measured while the machine was quiet.
-        if (x->quiet && !r.kept_baseline_over)
-          e << YAML::Key << "quiet" << YAML::Value << YAML::Flow << YAML::BeginMap << YAML::Key << "speedup"
-            << YAML::Value << sig(x->quiet->ratio, 4) << YAML::Key << "answer_runs" << YAML::Value
-            << x->quiet->answer_runs << YAML::Key << "baseline_runs" << YAML::Value << x->quiet->baseline_runs
-            << YAML::EndMap;
         // Every pair, in the order measured: [baseline, answer] samples/s.
         e << YAML::Key << "pairs" << YAML::Value << YAML::BeginSeq;
         for (std::size_t i = 0; i < std::min(r.baseline_again.size(), r.answer_again.size()); ++i)

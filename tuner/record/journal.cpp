@@ -131,7 +131,6 @@ JournalAnswer answer_from_json(const nlohmann::json& rec) {
     a.high = (*i)[1].get<double>();
   }
   a.others_cores = get("others_cores");
-  a.quiet_speedup = get("quiet_speedup");
   a.runs = rec.value("runs", 1);
   a.remeasured = rec.value("remeasured", false);
   if (const auto k = rec.find("kept_baseline_over"); k != rec.end() && k->is_object())
@@ -335,7 +334,6 @@ void JournalWriter::answered(const JournalAnswer& a) {
   put("speedup", a.speedup);
   if (a.low && a.high) rec["interval90"] = {*a.low, *a.high};
   put("others_cores", a.others_cores);
-  put("quiet_speedup", a.quiet_speedup);
   if (a.kept_baseline_over) rec["kept_baseline_over"] = to_json(*a.kept_baseline_over);
   append(rec);
 }

@@ -75,7 +75,6 @@ struct JournalAnswer {
   std::optional<Assignment> config;
   std::string rule;
   std::optional<double> throughput, baseline_throughput, speedup, low, high, others_cores;
-  std::optional<double> quiet_speedup;  // pairs under load: the ratio measured while the machine was quiet
   int runs = 1;
   bool remeasured = false;
   std::optional<Assignment> kept_baseline_over;  // the search's answer, where the baseline was kept over it

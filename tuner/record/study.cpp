@@ -147,32 +147,6 @@ std::optional<double> paired_half_width(const std::vector<double>& logs) {
   return t * sd / std::sqrt(static_cast<double>(n));
 }
 
-namespace {
-// The medians of `answer`'s and `baseline`'s ok measurements taken while
-// other processes used under kBusyCores, as measured (before drift control
-// read them against a control); none unless both have one.
-std::optional<Study::Speedup::Quiet> quiet_ratio(const Study& s, const Config& answer, const Config& baseline) {
-  auto quiet_runs = [&](const Config& c) {
-    std::vector<double> v;
-    for (const auto* list : {&s.trials, &s.controls, &s.baseline_again, &s.answer_again})
-      for (const TrialRecord& t : *list)
-        if (t.config == c && t.outcome.ok() && !t.outcome.raced())
-          if (const auto f = t.outcome.metric(metric::foreign_cores); f && *f < metric::kBusyCores)
-            v.push_back(t.outcome.metric(metric::throughput_measured).value_or(t.outcome.throughput));
-    std::sort(v.begin(), v.end());
-    return v;
-  };
-  const std::vector<double> a = quiet_runs(answer), b = quiet_runs(baseline);
-  if (a.empty() || b.empty()) return std::nullopt;
-  auto median = [](const std::vector<double>& v) {
-    const std::size_t n = v.size();
-    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-  };
-  if (median(b) <= 0) return std::nullopt;
-  return Study::Speedup::Quiet{median(a) / median(b), static_cast<int>(a.size()), static_cast<int>(b.size())};
-}
-}  // namespace
-
 std::optional<Study::Speedup> Study::speedup() const {
   if (!baseline || !baseline->outcome.ok() || !best_outcome || !best_outcome->ok()) return std::nullopt;
   const auto a = median_ok(answer_again), b = median_ok(baseline_again);
@@ -188,7 +162,6 @@ std::optional<Study::Speedup> Study::speedup() const {
           ++read;
         }
     if (read > 0) x.others = others / read;
-    if (x.others && *x.others >= metric::kBusyCores) x.quiet = quiet_ratio(*this, *best, baseline->config);
     if (const auto logs = paired_log_ratios(*this); logs && !logs->empty()) {
       double mean = 0;
       for (double l : *logs) mean += l;

@@ -117,15 +117,6 @@ struct Study {
     std::optional<double> others;
     // The interval reaches 1 or below: the answer is not shown to be faster.
     bool not_shown_faster() const { return low && *low <= 1.0; }
-    // Pairs taken under load (`others` at kBusyCores or more): the answer's
-    // and the baseline's measurements taken while the machine was quiet, one
-    // by one (search trials, controls, quiet pairs), where both have some:
-    // the ratio of their medians, and how many of each.
-    struct Quiet {
-      double ratio = 0;
-      int answer_runs = 0, baseline_runs = 0;
-    };
-    std::optional<Quiet> quiet;
   };
   std::optional<Speedup> speedup() const;
   // The figures every output shows for the answer and the baseline: the

@@ -42,10 +42,6 @@ std::string answer_panel(const JournalStudy& s) {
     out += fmt::format("</p><p>The pairs ran while other processes used {:.1f} cores: the speedup of a machine that "
                        "busy; on a quiet one it may differ.",
                        *x->others);
-  if (auto x = r.speedup(); x && x->remeasured && x->quiet && !r.kept_baseline_over)
-    out += fmt::format(" While the machine was quiet the search measured {:.2f}&times; ({} runs of the answer, {} of "
-                       "the baseline, each alone).",
-                       x->quiet->ratio, x->quiet->answer_runs, x->quiet->baseline_runs);
   out += "</p><p>Chosen as " + html_escape(s.answer_rule) + ".</p>";
 
   HtmlTable t;

@@ -115,10 +115,6 @@ std::string render_report_text(const JournalStudy& s) {
       out += fmt::format("\n          the pairs ran while other processes used {:.1f} cores: a machine that busy's "
                          "speedup; on a quiet one it may differ",
                          *x->others);
-    if (auto x = r.speedup(); x && x->remeasured && x->quiet && !r.kept_baseline_over)
-      out += fmt::format("\n          while the machine was quiet the search measured {:.2f}x ({} runs of the answer, "
-                         "{} of the baseline, each alone)",
-                         x->quiet->ratio, x->quiet->answer_runs, x->quiet->baseline_runs);
     out += "\n          chosen as " + s.answer_rule + "\n";
     for (std::size_t i = 0; i < r.knobs.size(); ++i)
       out += (i == 0 ? "moved:    " : "          ") + describe(r.knobs[i]) + "\n";

@@ -125,7 +125,6 @@ class TuningRun final : public TrialSource, public TrialObserver {
       a.low = x->low;
       a.high = x->high;
       a.others_cores = x->others;
-      if (x->quiet && !m_study.kept_baseline_over) a.quiet_speedup = x->quiet->ratio;
     }
     if (m_study.kept_baseline_over) a.kept_baseline_over = m_space.to_assignment(*m_study.kept_baseline_over);
     a.time = elapsed();
