@@ -45,6 +45,18 @@ const std::map<std::string, std::string>& Options::get_map(std::string_view key)
   return std::get<std::map<std::string, std::string>>(at(key));
 }
 
+const OptionSpec* find_option(const std::vector<OptionSpec>& declared, std::string_view key) {
+  for (const OptionSpec& s : declared)
+    if (s.key == key) return &s;
+  return nullptr;
+}
+
+std::vector<std::string> option_keys(const std::vector<OptionSpec>& declared) {
+  std::vector<std::string> out;
+  for (const OptionSpec& s : declared) out.push_back(s.key);
+  return out;
+}
+
 Options Options::with_defaults(const std::vector<OptionSpec>& schema,
                                std::map<std::string, OptionValue> given) {
   Options o;

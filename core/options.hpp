@@ -42,6 +42,11 @@ struct OptionSpec {
   std::optional<double> max = std::nullopt;
 };
 
+// The declaration of `key` among `declared`, or null.
+const OptionSpec* find_option(const std::vector<OptionSpec>& declared, std::string_view key);
+// The keys declared, in their order.
+std::vector<std::string> option_keys(const std::vector<OptionSpec>& declared);
+
 // Validated option values, with every default filled in.
 class Options {
  public:

@@ -374,13 +374,19 @@ nlohmann::json initial_json(const Spec& spec) {
 }
 }  // namespace
 
+namespace {
+// Option values as a JSON object, less the key `leave_out`.
+nlohmann::json options_json(const Options& given, std::string_view leave_out = {}) {
+  nlohmann::json out = nlohmann::json::object();
+  for (const auto& [key, value] : given.values())
+    if (key != leave_out) std::visit([&, k = key](const auto& v) { out[k] = v; }, value);
+  return out;
+}
+}  // namespace
+
 nlohmann::json workload_identity(const Spec& spec) {
-  nlohmann::json options = nlohmann::json::object();
-  for (const auto& [key, value] : spec.workload.options.values()) {
-    if (key == "warm") continue;  // how trials start, not what they measure
-    std::visit([&, k = key](const auto& v) { options[k] = v; }, value);
-  }
-  return {{"kind", spec.workload.kind}, {"options", options}};
+  // `warm`: how trials start, not what they measure.
+  return {{"kind", spec.workload.kind}, {"options", options_json(spec.workload.options, "warm")}};
 }
 
 std::optional<std::string> workload_change(const nlohmann::json& header, const Spec& spec) {
@@ -436,11 +442,8 @@ nlohmann::json journal_header(const Spec& spec) {
           {"ranks", spec.ranks},
           {"limits", {{"vram_bytes", spec.limits.vram_bytes}, {"ram_bytes", spec.limits.ram_bytes}}}};
   // The strategy's options, where the spec gives any (`search.options`).
-  if (const Options given = spec.search.options_of(spec.search.strategy); !given.values().empty()) {
-    nlohmann::json o = nlohmann::json::object();
-    for (const auto& [key, value] : given.values()) std::visit([&, k = key](const auto& v) { o[k] = v; }, value);
-    header["strategy_options"] = std::move(o);
-  }
+  if (const Options given = spec.search.options_of(spec.search.strategy); !given.values().empty())
+    header["strategy_options"] = options_json(given);
   return header;
 }
 

@@ -3,6 +3,7 @@
 // configurations, confirm, parallel), executor (its kind, gpus and the kind's
 // own options) and output.
 #include <algorithm>
+#include <iterator>
 #include <cstdint>
 #include <map>
 
@@ -280,8 +281,8 @@ bool read_generic_workload_key(YamlReader& r, const Entry& k, const std::string&
 bool read_declared_option(YamlReader& r, const std::vector<OptionSpec>& declared, const std::string& owner,
                           const Entry& k, const std::string& path, const std::vector<std::string>& allowed,
                           const std::string& elsewhere, const fs::path& base_dir, Options& out) {
-  auto spec = std::find_if(declared.begin(), declared.end(), [&](const OptionSpec& s) { return s.key == k.key; });
-  if (spec == declared.end()) {
+  const OptionSpec* spec = find_option(declared, k.key);
+  if (!spec) {
     r.fail(k.key_loc, path, fmt::format("an option of {} ({})", owner, join(allowed)), "unknown key " + quote(k.key),
            elsewhere.empty() ? did_you_mean(k.key, allowed) : elsewhere);
     return false;
@@ -337,8 +338,7 @@ void read_workload(YamlReader& r, const Entry& e, const SpaceRead& space, const 
   const WorkloadInfo* info = read_workload_kind(r, e, keys, w);
   bool ok = true;
   std::vector<std::string> allowed = kWorkloadGenericKeys;
-  if (info)
-    for (const auto& o : info->options) allowed.push_back(o.key);
+  if (info) std::ranges::copy(option_keys(info->options), std::back_inserter(allowed));
   for (const auto& k : keys) {
     const std::string path = child("workload", k.key);
     if (k.key == "kind") continue;
@@ -370,6 +370,9 @@ namespace {
 void read_strategy_options(YamlReader& r, const Entry& e, SearchSpec& s) {
   if (!r.expect_map(e.value, e.loc, "search.options", "a map from a strategy's name to its options")) return;
   const std::vector<std::string> names = strategy_names();
+  std::vector<std::string> with_options;
+  for (const auto& st : strategy_catalog())
+    if (!st.options.empty()) with_options.push_back(st.name);
   for (const auto& k : r.read_map(e.value, "search.options", nullptr)) {
     const std::string path = child("search.options", k.key);
     const StrategyInfo* info = find_strategy(k.key);
@@ -377,23 +380,16 @@ void read_strategy_options(YamlReader& r, const Entry& e, SearchSpec& s) {
       // An option written without its strategy's name above it.
       std::string hint;
       for (const auto& st : strategy_catalog())
-        if (std::any_of(st.options.begin(), st.options.end(), [&](const OptionSpec& o) { return o.key == k.key; }))
+        if (find_option(st.options, k.key))
           hint = fmt::format("'{}' is an option of the {} strategy: write options: {{{}: {{{}: ...}}}}", k.key,
                              st.name, st.name, k.key);
       r.fail(k.key_loc, path, "a strategy's name (" + join(names) + ")", "unknown key " + quote(k.key),
              hint.empty() ? did_you_mean(k.key, names) : hint);
       continue;
     }
-    std::vector<std::string> allowed;
-    for (const auto& o : info->options) allowed.push_back(o.key);
+    const std::vector<std::string> allowed = option_keys(info->options);
     if (allowed.empty()) {
-      r.fail(k.key_loc, path, "a strategy that takes options (" +
-                                  join([&] {
-                                    std::vector<std::string> v;
-                                    for (const auto& st : strategy_catalog())
-                                      if (!st.options.empty()) v.push_back(st.name);
-                                    return v;
-                                  }()) + ")",
+      r.fail(k.key_loc, path, "a strategy that takes options (" + join(with_options) + ")",
              "the " + k.key + " strategy, which takes none");
       continue;
     }
@@ -471,8 +467,7 @@ void read_executor(YamlReader& r, const Entry* e, const ExecutorKinds& kinds, co
     }
   }
   std::vector<std::string> allowed = kExecutorGenericKeys;
-  if (info)
-    for (const auto& o : info->options) allowed.push_back(o.key);
+  if (info) std::ranges::copy(option_keys(info->options), std::back_inserter(allowed));
   for (const auto& k : keys) {
     const std::string path = child("executor", k.key);
     if (k.key == "kind") continue;
@@ -493,8 +488,7 @@ void read_executor(YamlReader& r, const Entry* e, const ExecutorKinds& kinds, co
     // "did you mean" a key of this kind that happens to be near it.
     std::string other;
     for (const auto& o : kinds)
-      if (o.kind != info->kind && std::any_of(o.options.begin(), o.options.end(),
-                                              [&](const OptionSpec& s) { return s.key == k.key; }))
+      if (o.kind != info->kind && find_option(o.options, k.key))
         other = fmt::format("'{}' is an option of the {} executor", k.key, o.kind);
     read_declared_option(r, info->options, "the " + info->kind + " executor", k, path, allowed, other, base_dir,
                          x.options);
