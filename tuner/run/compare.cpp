@@ -14,6 +14,7 @@
 #include "core/csv_table.hpp"
 #include "search/strategy.hpp"
 #include "tuner/record/confirm.hpp"
+#include "tuner/run/after_search.hpp"
 #include "tuner/run/driver.hpp"
 #include "tuner/record/racing.hpp"
 #include "tuner/run/scheduler.hpp"
@@ -206,12 +207,10 @@ class CompareRun final : public TrialSource, public TrialObserver {
     end.strategy = m_name;
     end.repeat = m_rep;
     const std::vector<Config> candidates = confirm_candidates(m_study.trials, m_study.best, m_options.confirm);
-    for (const auto& c : candidates) {
-      const auto f = driver.measure_one(Proposal{c, "", Phase::confirm, config_id(m_space, c) ^ kConfirmSeedSalt});
-      if (!f) return;
-      end.confirm_seconds += f->outcome.seconds;
-      m_study.confirmations.push_back({f->trial, c, f->outcome, false});
-    }
+    ConfirmSource source(
+        m_study, candidates, [&](const TrialRecord& t, int, int) { end.confirm_seconds += t.outcome.seconds; },
+        [&](const Config& c) -> std::optional<std::uint64_t> { return config_id(m_space, c) ^ kConfirmSeedSalt; });
+    if (driver.run(source) == RunEnd::interrupted) return;
     choose_confirmed(candidates, m_study);
     end.confirmed_true = answer_true();
     m_result.runs.push_back(end);

@@ -11,6 +11,7 @@
 #include "core/metric_names.hpp"
 #include "core/text.hpp"
 #include "tuner/record/confirm.hpp"
+#include "tuner/run/after_search.hpp"
 #include "tuner/record/drift.hpp"
 #include "tuner/run/driver.hpp"
 #include "tuner/record/explain.hpp"
@@ -379,98 +380,53 @@ class TuningRun final : public TrialSource, public TrialObserver {
     m_study.failure = std::string(first_line(what));
   }
 
+  // The measurements after the search (tuner/run/after_search.hpp), each a
+  // source the driver runs; an interrupt ends the run there.
+  void run_after_search(TrialSource& source) {
+    if (m_driver->run(source) == RunEnd::interrupted) m_study.stopped_by = RunEnd::interrupted;
+  }
+
   // search.confirm: re-measure the best few, one at a time; those the
   // journal already has (a resumed run) are not measured again.
   void confirm() {
     const std::vector<Config> candidates = confirm_candidates(m_study.trials, m_study.best, m_spec.search.confirm);
-    const int n = static_cast<int>(candidates.size());
-    for (int i = 0; i < n; ++i) {
-      const Config& c = candidates[static_cast<std::size_t>(i)];
-      const auto have = std::find_if(m_study.confirmations.begin(), m_study.confirmations.end(),
-                                     [&](const TrialRecord& t) { return t.config == c; });
-      if (have != m_study.confirmations.end()) {
-        m_progress.confirm(*have, m_study.search_throughput(c), i + 1, n, elapsed());
-        continue;
-      }
-      const std::optional<TrialRecord> t = measure_after_search(c, Phase::confirm);
-      if (!t) break;
-      m_study.confirmations.push_back(*t);
-      m_progress.confirm(*t, m_study.search_throughput(c), i + 1, n, elapsed());
-    }
+    ConfirmSource source(m_study, candidates, [&](const TrialRecord& t, int i, int n) {
+      m_progress.confirm(t, m_study.search_throughput(t.config), i, n, elapsed());
+    });
+    run_after_search(source);
     choose_confirmed(candidates, m_study);
   }
 
   // search.explain: the answer with each moved knob put back, measured
   // where no earlier measurement (the journal's, a search trial's) serves.
   void explain() {
-    explain_answer(m_study, m_space, [&](const Config& c) -> std::optional<Outcome> {
-      if (auto o = earlier_measurement(m_study, c)) return o;
-      const std::optional<TrialRecord> t = measure_after_search(c, Phase::explain);
-      if (!t) return std::nullopt;
-      m_study.explanations.push_back(*t);
-      m_progress.explain(*t, m_space.to_assignment(c).describe(), elapsed());
-      return t->outcome;
+    ExplainSource source(m_study, m_space, [&](const TrialRecord& t) {
+      m_progress.explain(t, m_space.to_assignment(t.config).describe(), elapsed());
     });
+    run_after_search(source);
+    if (m_study.stopped_by == RunEnd::interrupted) source.finish();
   }
 
-  // search.remeasure: the baseline and the answer measured again side by
-  // side in pairs, in ABBA order (baseline then answer, then answer then
-  // baseline, ...) so that a steady drift weighs on both alike, until the
-  // 90% interval of their ratio is within +-5% (three pairs at least) or
-  // `max_pairs` are measured. The speedup reported is theirs, not the
-  // search's single runs minutes apart (and the fastest of many, which
-  // selection inflates). Pairs already journaled count (--resume).
+  // search.remeasure: the baseline and the answer side by side in pairs
+  // (PairsSource). The speedup reported is theirs, not the search's single
+  // runs minutes apart (and the fastest of many, which selection inflates).
   void remeasure(int max_pairs) {
     if (!m_study.baseline || !m_study.best || *m_study.best == m_study.baseline->config) return;
-    const Config baseline = m_study.baseline->config, answer = *m_study.best;
-    constexpr int kMinPairs = 3;
-    const double target = std::log(1.05);
-    auto pairs_done = [&] { return std::min(m_study.baseline_again.size(), m_study.answer_again.size()); };
-    auto settled = [&] {
-      const std::size_t n = pairs_done();
-      if (static_cast<int>(n) >= max_pairs) return true;
-      if (static_cast<int>(n) < std::min(kMinPairs, max_pairs)) return false;
-      const auto logs = paired_log_ratios(m_study);
-      if (!logs) return true;  // a failure ends it
-      const auto h = paired_half_width(*logs);
-      return h && *h <= target;
-    };
     // A pair starts on a quiet machine where it can: the speedup printed is
     // then the one a quiet machine gives. Once a wait ends with the machine
     // still busy, the load is taken as lasting and the pairs go on under it
     // (the summary says how busy it was).
-    bool load_lasts = m_spec.search.busy == "ignore";
-    while (!settled()) {
-      // Half a pair measured: its other half; else pair 0, 2, ... starts
-      // with the baseline, pair 1, 3, ... with the answer.
-      const std::size_t nb = m_study.baseline_again.size(), na = m_study.answer_again.size();
-      if (nb == na && !load_lasts)
-        if (const auto load = recent_foreign_cores(); load && *load >= kBusyCores)
-          load_lasts = !wait_for_quiet(*load, m_spec.search.busy == "wait" ? 60 : 30,
-                                       "the next side-by-side pair");
-      const bool of_baseline = nb != na ? nb < na : pairs_done() % 2 == 0;
-      const std::optional<TrialRecord> t =
-          measure_after_search(of_baseline ? baseline : answer,
-                               of_baseline ? Phase::remeasure_baseline : Phase::remeasure_answer);
-      if (!t) return;
-      (of_baseline ? m_study.baseline_again : m_study.answer_again).push_back(*t);
-      const int done = static_cast<int>(m_study.baseline_again.size() + m_study.answer_again.size());
-      m_progress.remeasure(*t, of_baseline ? "baseline" : "answer", done, 2 * max_pairs, elapsed());
-    }
-  }
-
-  // One measurement after the search (a confirmation, an explanation, a
-  // re-measurement), journaled as such and never told to the strategy. None
-  // when the run is interrupted, before or during it (stopped_by says so).
-  std::optional<TrialRecord> measure_after_search(const Config& c, Phase phase) {
-    if (interrupted()) m_study.stopped_by = RunEnd::interrupted;
-    if (m_study.stopped_by == RunEnd::interrupted) return std::nullopt;
-    const std::optional<Finished> f = m_driver->measure_one(Proposal{c, phase == Phase::explain ? "explain" : "", phase});
-    if (!f) {
-      m_study.stopped_by = RunEnd::interrupted;
-      return std::nullopt;
-    }
-    return TrialRecord{f->trial, c, f->outcome, false};
+    std::function<bool()> before_pair;
+    if (m_spec.search.busy != "ignore")
+      before_pair = [&] {
+        const auto load = recent_foreign_cores();
+        return !load || *load < kBusyCores ||
+               wait_for_quiet(*load, m_spec.search.busy == "wait" ? 60 : 30, "the next side-by-side pair");
+      };
+    PairsSource source(m_study, max_pairs, before_pair, [&](const TrialRecord& t, const char* which, int done, int of) {
+      m_progress.remeasure(t, which, done, of, elapsed());
+    });
+    run_after_search(source);
   }
 
   const Spec& m_spec;
