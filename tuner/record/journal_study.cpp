@@ -123,10 +123,10 @@ std::string decide_answer(const Spec& spec, const JournalContents& j, Study& r) 
                                               spec.search.initial, spec.limits,
                                               spec.search.options_of(spec.search.strategy)));
   for (const JournalTrial* t : finished_search_trials(j))
-    r.trials.push_back({t->trial, config_in(spec.space, *t), *t->outcome, true});
+    r.add(t->trial, config_in(spec.space, *t), Phase::search, *t->outcome, true);
   // The search's trials as the run read them: against the control measured nearest each.
   for (const auto& t : j.trials)
-    if (t.phase == Phase::control && t.outcome) r.controls.push_back({t.trial, config_in(spec.space, t), *t.outcome, true});
+    if (t.phase == Phase::control && t.outcome) r.add(t.trial, config_in(spec.space, t), Phase::control, *t.outcome, true);
   if (const auto control = drift_control_config(r, spec.search.initial); control && !r.controls.empty())
     apply_drift_control(r, *control);
   if (strategy)
@@ -145,8 +145,8 @@ std::string decide_answer(const Spec& spec, const JournalContents& j, Study& r) 
 
   // The measurements after the search, each where the run kept it.
   for (const auto& t : j.trials)
-    if (auto* into = after_search_records(r, t.phase); into && t.outcome && t.phase != Phase::control)
-      into->push_back({t.trial, config_in(spec.space, t), *t.outcome, true});
+    if (after_search_records(r, t.phase) && t.outcome && t.phase != Phase::control)
+      r.add(t.trial, config_in(spec.space, t), t.phase, *t.outcome, true);
   std::vector<Config> confirmed_configs;
   for (const auto& t : r.confirmations)
     if (std::find(confirmed_configs.begin(), confirmed_configs.end(), t.config) == confirmed_configs.end())
@@ -172,9 +172,8 @@ RunState state_of(const std::filesystem::path& path, const Spec& spec, const Jou
                   const Study& r) {
   RunState s;
   s.torn_last_line = j.dropped_torn_line;
-  for (const auto& t : j.trials)
-    if (!t.outcome && !t.cut_short) s.in_flight.push_back(t.trial);
-    else if (!t.outcome && !t.superseded_by) s.cut_short.push_back(t.trial);
+  s.in_flight = r.trials_in(TrialState::running);
+  s.cut_short = r.trials_in(TrialState::cut_short);
   SearchSpec search = spec.search;
   // The run's own word on how it ended, with the budget then in force (a
   // resume may have changed it); an older journal's end is inferred.
@@ -297,6 +296,7 @@ JournalStudy read_journal_study(const std::filesystem::path& path) {
   }
   for (const auto& t : s.journal.trials)
     s.result.elapsed_s = std::max({s.result.elapsed_s, t.start_time, t.finish_time});
+  add_unfinished_trials(s.result, s.journal, s.spec.space);
   s.state = state_of(path, s.spec, s.journal, s.result);
   s.result.stopped_by = s.state.stopped_by;
   if (s.state.stopped_by == RunEnd::setup_failed)

@@ -212,6 +212,115 @@ std::vector<TrialRecord>* after_search_records(Study& s, Phase phase) {
   return nullptr;
 }
 
+std::string_view trial_state_name(TrialState s) {
+  switch (s) {
+    case TrialState::pending: return "pending";
+    case TrialState::running: return "running";
+    case TrialState::finished: return "finished";
+    case TrialState::cut_short: return "cut short";
+    case TrialState::superseded: return "superseded";
+  }
+  return "?";
+}
+
+namespace {
+// The log's entry of `trial`, made where there is none; the log stays in
+// order of number, the pending entries (number 0) last.
+TrialEntry& entry_of(std::vector<TrialEntry>& log, int trial) {
+  const auto at = std::find_if(log.begin(), log.end(),
+                               [&](const TrialEntry& e) { return e.trial == 0 || e.trial >= trial; });
+  if (at != log.end() && at->trial == trial) return *at;
+  TrialEntry e;
+  e.trial = trial;
+  return *log.insert(at, std::move(e));
+}
+}  // namespace
+
+void Study::start(int trial, const Config& config, Phase phase, bool rerun) {
+  if (rerun) {
+    std::erase_if(log, [&](const TrialEntry& e) { return e.state == TrialState::pending && e.config == config; });
+    for (TrialEntry& e : log)
+      if ((e.state == TrialState::running || e.state == TrialState::cut_short) && e.config == config &&
+          e.phase == phase) {
+        e.state = TrialState::superseded;
+        e.superseded_by = trial;
+        break;
+      }
+  }
+  TrialEntry& e = entry_of(log, trial);
+  e.config = config;
+  e.phase = phase;
+  e.state = TrialState::running;
+}
+
+void Study::add(int trial, const Config& config, Phase phase, const Outcome& outcome, bool replayed) {
+  TrialEntry& e = entry_of(log, trial);
+  e.config = config;
+  e.phase = phase;
+  e.state = TrialState::finished;
+  e.outcome = outcome;
+  e.replayed = replayed;
+  auto* into = after_search_records(*this, phase);
+  (into ? *into : trials).push_back({trial, config, outcome, replayed});
+}
+
+void Study::add_unfinished(int trial, const Config& config, Phase phase, TrialState state,
+                           std::optional<int> superseded_by) {
+  TrialEntry& e = entry_of(log, trial);
+  e.config = config;
+  e.phase = phase;
+  e.state = state;
+  e.superseded_by = superseded_by;
+  e.replayed = true;
+}
+
+void Study::add_pending(const Config& config) {
+  if (std::any_of(log.begin(), log.end(),
+                  [&](const TrialEntry& e) { return e.state == TrialState::pending && e.config == config; }))
+    return;
+  TrialEntry e;
+  e.config = config;
+  e.state = TrialState::pending;
+  log.push_back(std::move(e));
+}
+
+void Study::end_running() {
+  for (TrialEntry& e : log)
+    if (e.state == TrialState::running) e.state = TrialState::cut_short;
+}
+
+std::vector<int> Study::trials_in(TrialState state) const {
+  std::vector<int> out;
+  for (const TrialEntry& e : log)
+    if (e.state == state) out.push_back(e.trial);
+  return out;
+}
+
+std::vector<Config> Study::pending() const {
+  std::vector<Config> out;
+  for (const TrialEntry& e : log)
+    if (e.state == TrialState::pending) out.push_back(e.config);
+  return out;
+}
+
+const TrialEntry* Study::entry(int trial) const {
+  for (const TrialEntry& e : log)
+    if (e.trial == trial) return &e;
+  return nullptr;
+}
+
+void add_unfinished_trials(Study& s, const JournalContents& j, const SearchSpace& space) {
+  for (const JournalTrial& t : j.trials) {
+    if (t.outcome) continue;
+    const auto c = space.from_assignment(t.config);
+    if (!c) continue;
+    const TrialState state = t.superseded_by ? TrialState::superseded
+                             : t.cut_short   ? TrialState::cut_short
+                                             : TrialState::running;
+    s.add_unfinished(t.trial, *c, t.phase, state, t.superseded_by);
+  }
+}
+
 Replay replay_journal(const JournalContents& j, const SearchSpace& space, const std::filesystem::path& path) {
   if (j.header.value("space_hash", "") != space.hash())
     throw StudyError(path.string() + " records another search space (hash " + j.header.value("space_hash", "?") +
@@ -223,26 +332,22 @@ Replay replay_journal(const JournalContents& j, const SearchSpace& space, const 
     auto c = space.from_assignment(t.config);
     if (!c)
       throw StudyError(path.string() + ": trial " + std::to_string(t.trial) + " has a configuration outside this space");
-    // Never told to a strategy: it saw this configuration's search trial.
-    if (auto* into = after_search_records(r.study, t.phase)) {
-      if (t.outcome) {
-        r.earlier_s += t.outcome->seconds;
-        into->push_back({t.trial, *c, *t.outcome, true});
-      }
-      continue;
-    }
-    if (!t.outcome) {
-      r.unfinished.push_back(*c);
-      continue;
-    }
+    if (!t.outcome) continue;
     r.earlier_s += t.outcome->seconds;
-    r.study.trials.push_back({t.trial, *c, *t.outcome, true});
+    // After-search measurements are never told to a strategy: it saw the
+    // configuration's search trial.
+    r.study.add(t.trial, *c, t.phase, *t.outcome, true);
   }
+  add_unfinished_trials(r.study, j, space);
   for (const auto& note : j.notes) r.study.notes.push_back(note);
-  // A configuration re-run after a crash must not also be finished already.
+  // The search trials left unfinished (not yet run again) are run again
+  // first, once per configuration, unless it finished since.
   std::set<Config> finished;
   for (const auto& t : r.study.trials) finished.insert(t.config);
-  std::erase_if(r.unfinished, [&](const Config& c) { return finished.count(c) > 0; });
+  for (const TrialEntry& e : r.study.log)
+    if (e.phase == Phase::search && (e.state == TrialState::running || e.state == TrialState::cut_short) &&
+        !finished.count(e.config))
+      r.study.add_pending(e.config);
   return r;
 }
 

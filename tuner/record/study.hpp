@@ -3,7 +3,6 @@
 // confirmations, the answer, the baseline, how it ended). The journal replays
 // into it, the tuning loop adds to it, and everything that reports on a run
 // (tuned.yaml, the summary, confirmation) reads from it.
-#include <deque>
 #include <filesystem>
 #include <optional>
 #include <string>
@@ -29,6 +28,28 @@ struct TrialRecord {
   Config config;
   Outcome outcome;
   bool replayed = false;  // came from the journal on --resume
+};
+
+// Where a trial is in its life, as Optuna's trial states say it for a run
+// that can be interrupted and resumed:
+//   pending     to be run: a resumed run's re-run of a trial an earlier
+//               session left unfinished (no number yet);
+//   running     started, not finished, and its run has not ended;
+//   finished    measured: it has an outcome, whatever its status;
+//   cut_short   unfinished when its run ended (Ctrl-C, a failure);
+//   superseded  unfinished, and run again as a later trial.
+enum class TrialState { pending, running, finished, cut_short, superseded };
+std::string_view trial_state_name(TrialState s);
+
+// One trial of the run, whatever its phase and state (Study::log).
+struct TrialEntry {
+  int trial = 0;  // 0 while pending
+  Config config;
+  Phase phase = Phase::search;
+  TrialState state = TrialState::running;
+  std::optional<Outcome> outcome;    // finished
+  std::optional<int> superseded_by;  // superseded: the trial that ran it again
+  bool replayed = false;             // came from the journal
 };
 
 // A configuration re-measured after the search (search.confirm), with every
@@ -60,6 +81,28 @@ std::string_view run_end_name(RunEnd e);
 RunEnd run_end_named(std::string_view name);
 
 struct Study {
+  // Every trial of the run, of every phase and state, in the order they
+  // started (by number), the pending ones last. The lists below hold the
+  // finished ones by phase; add() files a finished trial in both.
+  std::vector<TrialEntry> log;
+  // A trial started (`rerun`: it runs again a trial an earlier session left
+  // unfinished: the pending entry of its configuration takes its number,
+  // and that earlier trial is superseded by it).
+  void start(int trial, const Config& config, Phase phase, bool rerun = false);
+  // A trial finished: its entry in the log, and its record in its phase's list.
+  void add(int trial, const Config& config, Phase phase, const Outcome& outcome, bool replayed = false);
+  // A trial the journal records unfinished (running, cut short or superseded).
+  void add_unfinished(int trial, const Config& config, Phase phase, TrialState state,
+                      std::optional<int> superseded_by = std::nullopt);
+  // A re-run to come of `config` (pending), once per configuration.
+  void add_pending(const Config& config);
+  // The run ended: what is still running was cut short.
+  void end_running();
+  // The trials in `state`, by number; the configurations pending.
+  std::vector<int> trials_in(TrialState state) const;
+  std::vector<Config> pending() const;
+  const TrialEntry* entry(int trial) const;
+
   std::vector<TrialRecord> trials;         // every finished search trial, the journal's first
   std::vector<TrialRecord> confirmations;  // search.confirm: re-measurements after the search, the journal's first
   std::vector<ConfirmRow> confirmed;       // search.confirm: each candidate with all its measurements
@@ -175,17 +218,22 @@ bool within_noise(const Outcome& a, const Outcome& b);
 int distance(const Config& a, const Config& b, std::optional<std::size_t> precision_dim);
 
 // What a journal holds for `space`: its finished trials (replayed), its
-// confirmations, the configurations started but never finished (run again
-// first on resume), the next trial number and the seconds already spent.
+// confirmations, every unfinished trial in the log with its state, and the
+// search trials to run again first on resume as pending entries
+// (Study::pending), the next trial number and the seconds already spent.
 struct Replay {
   Study study;
-  std::deque<Config> unfinished;
   int next_trial = 1;
   double earlier_s = 0;
 };
 struct StudyError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
+// The unfinished trials of a journal into `s`'s log, each with its state
+// (running, cut short, superseded); those whose configuration is outside
+// `space` are left out.
+void add_unfinished_trials(Study& s, const JournalContents& journal, const SearchSpace& space);
+
 // Throws StudyError naming the journal when it records another space or a
 // configuration outside this one.
 Replay replay_journal(const JournalContents& journal, const SearchSpace& space, const std::filesystem::path& path);

@@ -28,7 +28,7 @@ std::optional<Proposal> ConfirmSource::next() {
 
 void ConfirmSource::tell(const Finished& f) {
   m_in_flight = false;
-  m_study.confirmations.push_back({f.trial, f.proposal.config, f.outcome, false});
+  m_study.add(f.trial, f.proposal.config, Phase::confirm, f.outcome);
   if (m_told) m_told(m_study.confirmations.back(), static_cast<int>(m_next) + 1, static_cast<int>(m_candidates.size()));
   ++m_next;
 }
@@ -57,7 +57,7 @@ std::optional<Proposal> ExplainSource::next() {
 
 void ExplainSource::tell(const Finished& f) {
   m_in_flight = false;
-  m_study.explanations.push_back({f.trial, f.proposal.config, f.outcome, false});
+  m_study.add(f.trial, f.proposal.config, Phase::explain, f.outcome);
   if (m_told) m_told(m_study.explanations.back());
 }
 
@@ -99,8 +99,7 @@ std::optional<Proposal> PairsSource::next() {
 void PairsSource::tell(const Finished& f) {
   m_in_flight = false;
   const bool of_baseline = f.proposal.phase == Phase::remeasure_baseline;
-  (of_baseline ? m_study.baseline_again : m_study.answer_again)
-      .push_back({f.trial, f.proposal.config, f.outcome, false});
+  m_study.add(f.trial, f.proposal.config, f.proposal.phase, f.outcome);
   const int done = static_cast<int>(m_study.baseline_again.size() + m_study.answer_again.size());
   if (m_told)
     m_told(of_baseline ? m_study.baseline_again.back() : m_study.answer_again.back(),

@@ -175,7 +175,7 @@ class CompareRun final : public TrialSource, public TrialObserver {
     const Config& c = f.proposal.config;
     const Outcome& o = f.outcome;
     m_strategy->tell(c, o);
-    m_study.trials.push_back({f.trial, c, o, false});
+    m_study.add(f.trial, c, Phase::search, o);
     m_elapsed += o.seconds;
     CompareTrial row;
     row.strategy = m_name;

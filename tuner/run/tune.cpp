@@ -98,6 +98,7 @@ class TuningRun final : public TrialSource, public TrialObserver {
     const bool explanation_moved = m_study.best != before_explaining;
     if (rounds > 0 && going_on()) guarded([&] { remeasure(rounds); });
     if (rounds > 0) m_study.keep_baseline_unless_shown_faster();
+    m_study.end_running();  // those an interrupt or a failure cut short
     m_progress.finish();
     m_study.elapsed_s = elapsed();
     // Journaled, so that the report reads the answer as printed, and how the run ended.
@@ -149,9 +150,8 @@ class TuningRun final : public TrialSource, public TrialObserver {
       return Proposal{*m_control, "control", Phase::control};
     }
     if (m_control_in_flight) return std::nullopt;  // the trials after it wait for it
-    if (!m_rerun.empty()) {
-      p = Proposal{m_rerun.front(), "rerun"};
-      m_rerun.pop_front();
+    if (const std::vector<Config> pending = m_study.pending(); !pending.empty()) {
+      p = Proposal{pending.front(), "rerun"};  // its pending entry goes as it starts
     } else {
       // The strategy does not know of a re-run in flight and may propose its
       // configuration: that trial's outcome will answer this proposal too.
@@ -251,12 +251,13 @@ class TuningRun final : public TrialSource, public TrialObserver {
   // study and the progress line.
   void started(int trial, const Proposal& p, const Assignment& a) override {
     m_journal->started(trial, a, elapsed(), p.phase, p.proposed_as);
+    m_study.start(trial, p.config, p.phase, p.proposed_as == "rerun");
   }
 
   void finished(const Finished& f) override {
     m_journal->finished(f.trial, f.config, f.outcome, elapsed(), f.proposal.phase);
     if (f.proposal.phase == Phase::control) {
-      m_study.controls.push_back({f.trial, f.proposal.config, f.outcome, false});
+      m_study.add(f.trial, f.proposal.config, Phase::control, f.outcome);
       const double before = m_control ? drift_factor_now(m_study, *m_control) : 1.0;
       m_progress.say(fmt::format("control trial {}: {} ({}){}", f.trial,
                                  f.outcome.ok() ? fmt::format("{:.1f} samples/s", f.outcome.throughput)
@@ -267,7 +268,7 @@ class TuningRun final : public TrialSource, public TrialObserver {
       return;
     }
     if (f.proposal.phase != Phase::search) return;
-    m_study.trials.push_back({f.trial, f.proposal.config, f.outcome, false});
+    m_study.add(f.trial, f.proposal.config, Phase::search, f.outcome);
     if (!m_study.setup_failure) m_study.setup_failure = setup_stop(m_study.trials, m_spec.search.budget_trials);
     m_progress.trial(m_study.trials.back(), best_of(m_study.trials.back()), elapsed(), ++m_done);
     if (f.outcome.metric(metric::warm_ran_cold).value_or(0) > 0 && !m_said_cold) {
@@ -297,7 +298,6 @@ class TuningRun final : public TrialSource, public TrialObserver {
       throw TuneError(e.what());
     }
     m_study = std::move(r.study);
-    m_rerun = std::move(r.unfinished);
     m_earlier_s = r.earlier_s;
     if (m_watch_machine) m_control = drift_control_config(m_study, m_spec.search.initial);
     if (m_control) {
@@ -437,7 +437,6 @@ class TuningRun final : public TrialSource, public TrialObserver {
   Progress m_progress;
   std::optional<JournalWriter> m_journal;
   Study m_study;
-  std::deque<Config> m_rerun;  // started before a crash, never finished
   double m_earlier_s = 0;
   std::size_t m_good_bytes = 0;  // the resumed journal's whole records
   Clock::time_point m_t0 = Clock::now();

@@ -152,3 +152,84 @@ TEST_F(TuneTest, NotesAreJournaledAndReplayed) {
 
 }  // namespace
 }  // namespace autotune
+
+namespace autotune {
+namespace {
+
+using testing::TuneTest;
+
+// The study's one list of trials through an interrupt and two resumes: the
+// trial Ctrl-C cut short is `cut short`, then `pending` in the resumed
+// run's replay, then `superseded` by its re-run, which is `finished`; the
+// report's in-flight and cut-short lists are the log's.
+TEST_F(TuneTest, EveryTrialHasItsStateThroughAnInterruptAndTwoResumes) {
+  Spec spec = make_spec("random", 6);
+  auto w = synthetic();
+  int calls = 0;
+  const auto cut_at_third = [&](const Assignment& a, const TrialContext& ctx) {
+    if (++calls == 3) {
+      request_interrupt();  // Ctrl-C while trial 3 ran: its process group was stopped
+      return Outcome::failure(Status::crash, "killed by SIGINT");
+    }
+    return w->measure(a, ctx);
+  };
+  Study first = run_tuning(spec, cut_at_third, {});
+  clear_interrupt();
+  ASSERT_EQ(first.stopped_by, RunEnd::interrupted);
+  EXPECT_EQ(first.trials_in(TrialState::finished), (std::vector<int>{1, 2}));
+  EXPECT_EQ(first.trials_in(TrialState::cut_short), std::vector<int>{3});
+  const Config cut = first.entry(3)->config;
+
+  // Read back as a resume reads it: trial 3 cut short, its configuration pending.
+  const Replay replay = replay_journal(read_journal(spec.output.journal), spec.space, spec.output.journal);
+  EXPECT_EQ(replay.study.trials_in(TrialState::cut_short), std::vector<int>{3});
+  EXPECT_EQ(replay.study.pending(), std::vector<Config>{cut});
+  EXPECT_EQ(replay.next_trial, 4);
+
+  TuneOptions resume;
+  resume.resume = true;
+  Study second = run_tuning(spec, measure_with(*w), resume);
+  EXPECT_EQ(second.stopped_by, RunEnd::budget);
+  EXPECT_TRUE(second.pending().empty());
+  ASSERT_TRUE(second.entry(3));
+  EXPECT_EQ(second.entry(3)->state, TrialState::superseded);
+  EXPECT_EQ(second.entry(3)->superseded_by, 4);
+  EXPECT_EQ(second.entry(4)->state, TrialState::finished);
+  EXPECT_EQ(second.entry(4)->config, cut);
+  EXPECT_TRUE(second.entry(1)->replayed);
+  EXPECT_FALSE(second.entry(4)->replayed);
+  EXPECT_TRUE(second.trials_in(TrialState::running).empty());
+  EXPECT_TRUE(second.trials_in(TrialState::cut_short).empty());
+
+  // A second resume finds nothing to run again, and reads the same states.
+  calls = 0;
+  Study third = run_tuning(spec, measure_with(*w, &calls), resume);
+  EXPECT_EQ(calls, 0);
+  EXPECT_EQ(third.entry(3)->state, TrialState::superseded);
+  EXPECT_EQ(third.trials_in(TrialState::finished), second.trials_in(TrialState::finished));
+  EXPECT_EQ(third.log.size(), second.log.size());
+}
+
+// Started and never finished, with no end after it (the tuner was killed):
+// `running`, which the report lists as in flight; it is run again on resume.
+TEST_F(TuneTest, ATrialWithNoEndAfterItIsRunningAndPending) {
+  Spec spec = make_spec("random", 3);
+  auto w = synthetic();
+  run_tuning(spec, measure_with(*w), {});
+  // Another start after the run's end, as a run killed mid-trial leaves it.
+  const Config extra{5, 4, 2, 1, 1, 0};
+  {
+    std::ofstream out(spec.output.journal, std::ios::app);
+    out << nlohmann::json{{"type", "start"}, {"trial", 4}, {"config", to_json(spec.space.to_assignment(extra))},
+                          {"time", 9.0}}
+                .dump()
+        << "\n";
+  }
+  const Replay r = replay_journal(read_journal(spec.output.journal), spec.space, spec.output.journal);
+  EXPECT_EQ(r.study.trials_in(TrialState::running), std::vector<int>{4});
+  EXPECT_EQ(r.study.pending(), std::vector<Config>{extra});
+  EXPECT_EQ(trial_state_name(r.study.entry(4)->state), "running");
+}
+
+}  // namespace
+}  // namespace autotune
