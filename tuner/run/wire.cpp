@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "proc/failure_reading.hpp"
 #include "proc/subprocess.hpp"
 #include "tuner/record/journal.hpp"
 

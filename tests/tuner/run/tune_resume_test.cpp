@@ -210,6 +210,47 @@ TEST_F(TuneTest, EveryTrialHasItsStateThroughAnInterruptAndTwoResumes) {
   EXPECT_EQ(third.log.size(), second.log.size());
 }
 
+// Cut short, then its re-run cut short too: the next resume runs it once.
+TEST_F(TuneTest, ATrialCutShortTwiceIsRunAgainOnce) {
+  Spec spec = make_spec("random", 6);
+  auto w = synthetic();
+  const auto cut_at = [&](int n, int* calls) {
+    return [&w, n, calls](const Assignment& a, const TrialContext& ctx) {
+      if (++*calls == n) {
+        request_interrupt();
+        return Outcome::failure(Status::crash, "killed by SIGINT");
+      }
+      return w->measure(a, ctx);
+    };
+  };
+  int calls = 0;
+  const Study first = run_tuning(spec, cut_at(3, &calls), {});
+  clear_interrupt();
+  const Config cut = first.entry(3)->config;
+  TuneOptions resume;
+  resume.resume = true;
+  calls = 0;
+  const Study second = run_tuning(spec, cut_at(1, &calls), resume);  // its re-run, trial 4, is cut short too
+  clear_interrupt();
+  EXPECT_EQ(second.entry(3)->state, TrialState::superseded);
+  EXPECT_EQ(second.entry(3)->superseded_by, 4);
+  EXPECT_EQ(second.entry(4)->state, TrialState::cut_short);
+  const Replay r = replay_journal(read_journal(spec.output.journal), spec.space, spec.output.journal);
+  EXPECT_EQ(r.study.pending(), std::vector<Config>{cut});
+  int runs_of_cut = 0;
+  const Study third = run_tuning(
+      spec,
+      [&](const Assignment& a, const TrialContext& ctx) {
+        if (spec.space.from_assignment(a) == cut) ++runs_of_cut;
+        return w->measure(a, ctx);
+      },
+      resume);
+  EXPECT_EQ(runs_of_cut, 1);
+  EXPECT_EQ(third.entry(4)->state, TrialState::superseded);
+  EXPECT_EQ(third.entry(5)->state, TrialState::finished);
+  EXPECT_EQ(third.entry(5)->config, cut);
+}
+
 // Started and never finished, with no end after it (the tuner was killed):
 // `running`, which the report lists as in flight; it is run again on resume.
 TEST_F(TuneTest, ATrialWithNoEndAfterItIsRunningAndPending) {
