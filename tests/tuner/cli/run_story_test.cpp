@@ -199,3 +199,57 @@ TEST_F(RunStory, TheJournalKeepsTheAnswerAsPrintedAndTheReportReadsIt) {
 }
 
 }  // namespace
+
+namespace {
+
+// A run that converged (budget: until_converged): the journal's end says
+// so, and the report's state, budget, trial table and answer match it.
+TEST_F(RunStory, ARunThatConvergedIsToldAsConverged) {
+  const fs::path spec = m_dir / "space.yaml";
+  std::ofstream(spec) << "workload: {kind: synthetic, profile: balanced, noise: 0}\n"
+                         "space:\n  batch_size: {values: [16, 32, 64, 128, 256, 512]}\n"
+                         "  num_workers: {range: [0, 16]}\n  prefetch_factor: {values: [1, 2, 4, 8]}\n"
+                         "  precision: {values: [fp32, tf32, fp16, bf16]}\n"
+                         "search: {strategy: bo, budget: {trials: 150, until_converged: true}, seed: 7}\n"
+                         "output: {tuned: " << (m_dir / "tuned.yaml").string() << "}\n";
+  const auto tuned = run(spec.string());
+  ASSERT_EQ(tuned.status, 0) << tuned.out;
+  EXPECT_NE(tuned.out.find("stopped: converged"), std::string::npos) << tuned.out;
+  // The journal: its trials and its end.
+  std::istringstream lines(read(m_dir / "tuned.journal.jsonl"));
+  int finished = 0;
+  nlohmann::json end, answer;
+  for (std::string l; std::getline(lines, l);) {
+    const auto rec = nlohmann::json::parse(l);
+    if (rec["type"] == "finish") ++finished;
+    if (rec["type"] == "end") end = rec;
+    if (rec["type"] == "answer") answer = rec;
+  }
+  ASSERT_GT(finished, 7);
+  ASSERT_LT(finished, 150);
+  EXPECT_EQ(end.value("reason", ""), "converged");
+  const std::string r = report();
+  EXPECT_NE(r.find("state:    finished: the strategy converged"), std::string::npos) << r;
+  EXPECT_NE(r.find(std::to_string(finished) + " search trials"), std::string::npos) << r;
+  // The trial table: one row per finished trial.
+  const std::size_t table = r.find("\ntrials:\n");
+  ASSERT_NE(table, std::string::npos) << r;
+  std::istringstream rows(r.substr(table + 9));
+  std::string header;
+  std::getline(rows, header);
+  int n = 0;
+  for (std::string row; std::getline(rows, row) && row.rfind("  ", 0) == 0;) ++n;
+  EXPECT_EQ(n, finished) << r;
+  // The answer: the journal's, as the report shows it, knob for knob.
+  const std::size_t at = r.find("answer:   ");
+  ASSERT_NE(at, std::string::npos) << r;
+  const std::string line = r.substr(at, r.find('\n', at) - at) + " ";
+  ASSERT_EQ(answer["config"].size(), 4u);
+  for (const auto& [k, v] : answer["config"].items()) {
+    std::string value = v.dump();
+    std::erase(value, '"');
+    EXPECT_NE(line.find(" " + k + "=" + value + " "), std::string::npos) << k << " in " << line;
+  }
+}
+
+}  // namespace
