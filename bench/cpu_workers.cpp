@@ -83,8 +83,8 @@ Paired paired(Workload& w, const Assignment& a, const Assignment& b, int rounds)
       continue;
     }
     ratios.push_back(oa.throughput / ob.throughput);
-    ca.push_back(oa.metric("cpu_cores").value_or(0));
-    cb.push_back(ob.metric("cpu_cores").value_or(0));
+    ca.push_back(oa.get(metric::cpu_cores).value_or(0));
+    cb.push_back(ob.get(metric::cpu_cores).value_or(0));
     std::printf("  round %d: %.0f/s on %.2f cores vs %.0f/s on %.2f cores, ratio %.2f\n", r, oa.throughput,
                 ca.back(), ob.throughput, cb.back(), ratios.back());
   }

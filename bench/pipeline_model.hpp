@@ -156,10 +156,10 @@ struct Landscape {
     std::normal_distribution<double> n(0.0, noise);
     Outcome o = Outcome::success(e.throughput * std::exp(n(rng)));
     if (with_metrics) {
-      o.metrics["vram_bytes"] = e.vram_mb * 1048576.0;
-      o.metrics["ram_bytes"] = e.ram_mb * 1048576.0;
+      o.set(metric::vram_bytes, e.vram_mb * 1048576.0);
+      o.set(metric::ram_bytes, e.ram_mb * 1048576.0);
     }
-    if (with_busy) o.metrics["compute_busy"] = std::clamp(e.busy * std::exp(n(rng)), 0.0, 1.0);
+    if (with_busy) o.set(metric::compute_busy, std::clamp(e.busy * std::exp(n(rng)), 0.0, 1.0));
     return o;
   }
 };

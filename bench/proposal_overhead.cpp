@@ -58,7 +58,7 @@ void BM_GpFit(benchmark::State& state) {
 // With busy shares (data_wait_fraction, as the harness and autotune_trial
 // report) on the ok outcomes, bo's surrogate fits two GPs instead of one.
 Outcome with_wait(Outcome o, const Config& c, bool busy) {
-  if (busy && o.ok()) o.metrics["data_wait_fraction"] = std::max(0.0, 0.9 - 0.1 * c[1] - 0.05 * c[0]);
+  if (busy && o.ok()) o.set(metric::data_wait_fraction, std::max(0.0, 0.9 - 0.1 * c[1] - 0.05 * c[0]));
   return o;
 }
 

@@ -1,10 +1,13 @@
 #pragma once
 // The result of one trial. Failure is a value: an out-of-memory, a timeout or a
 // crash is an Outcome the search learns from, never an exception.
+#include <concepts>
 #include <map>
 #include <optional>
 #include <string>
 #include <string_view>
+
+#include "core/metric_names.hpp"
 
 namespace autotune {
 
@@ -40,18 +43,44 @@ struct BusyReading {
 struct Outcome {
   Status status = Status::error;
   double throughput = 0.0;                 // samples/s, larger is better; meaningful when ok
-  std::map<std::string, double> metrics;   // vram_bytes, ram_bytes, gpu_busy, throughput_rsd, ...
+  std::map<std::string, double> metrics;   // by name: the tool's own (set, get) and any a script reports
   std::string reason;                      // human-readable why, for failures
   std::map<std::string, std::string> labels;  // non-numeric facts: node, gpus, cpus the trial had
   double seconds = 0.0;                    // wall time the trial took
 
   bool ok() const { return status == Status::ok; }
+  // A metric by the name a script reported it under; the tool's own names
+  // are read with get and has.
   std::optional<double> metric(const std::string& key) const;
 
-  // The facts the tool itself reads, typed. They are kept in `metrics` under
-  // the names of core/metric_names.hpp, so that the journal, the worker
-  // wire and a script's result carry them unchanged; these are the one way
-  // they are read.
+  // The metrics the tool itself writes and reads, by their typed names
+  // (core/metric_names.hpp). They are kept in `metrics`, so that the
+  // journal, the worker wire and a script's result carry them unchanged; a
+  // Flag is written as 1 or 0, a Count as a whole number. A value of the
+  // wrong kind does not compile (a Flag takes a bool, a Count an integer).
+  void set(metric::Real m, double v) { metrics[m.name] = v; }
+  template <class T>
+    requires std::same_as<T, bool>
+  void set(metric::Real, T) = delete;
+  template <std::integral T>
+    requires(!std::same_as<T, bool>)
+  void set(metric::Count m, T n) {
+    metrics[m.name] = static_cast<double>(n);
+  }
+  void set(metric::Flag m, bool on) { metrics[m.name] = on ? 1.0 : 0.0; }
+  template <class T>
+  void set(metric::Flag, T) = delete;
+  // None when absent; a Count also when not finite or beyond a long long
+  // (it reads to the nearest whole number).
+  std::optional<double> get(metric::Real m) const;
+  std::optional<long long> get(metric::Count m) const;
+  // A Flag as written (true above 0), or none when absent: for a reader to
+  // whom "not said" differs from "said no".
+  std::optional<bool> get(metric::Flag m) const;
+  // Whether it happened: present and above 0.
+  bool has(metric::Flag m) const { return get(m).value_or(false); }
+
+  // The facts the tool itself reads most, by name.
   //
   // Stopped early, surely below the tuner's bar (tuner/record/racing.hpp): a real
   // but shorter, noisier measurement.

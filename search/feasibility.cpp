@@ -199,11 +199,11 @@ void FeasibilityModel::fit_bytes(Memory& m, MemoryKind kind, const std::vector<O
   m.coef.clear();
   m.terms.clear();
   if (m.widened >= 2) return;
-  const char* metric = kind == MemoryKind::device ? "vram_bytes" : "ram_bytes";
+  const metric::Real bytes = kind == MemoryKind::device ? metric::vram_bytes : metric::ram_bytes;
   std::vector<const Observation*> measured;
   for (const auto& o : history)
     if (o.outcome.ok())
-      if (auto b = o.outcome.metric(metric); b && *b > 0) measured.push_back(&o);
+      if (auto b = o.outcome.get(bytes); b && *b > 0) measured.push_back(&o);
   const double limit = m_limit[static_cast<std::size_t>(kind)];
   if (static_cast<int>(measured.size()) < kMinMeasured || (m.failed.empty() && limit <= 0)) return;
   std::vector<std::size_t> dims;  // the knobs that grow this memory
@@ -225,11 +225,11 @@ void FeasibilityModel::fit_bytes(Memory& m, MemoryKind kind, const std::vector<O
     return row;
   };
   double most_ran = 0.0;
-  for (const auto* o : measured) most_ran = std::max(most_ran, *o->outcome.metric(metric));
+  for (const auto* o : measured) most_ran = std::max(most_ran, *o->outcome.get(bytes));
   Eigen::MatrixXd a(n, nt);
   for (Eigen::Index i = 0; i < n; ++i) {
     const auto* o = measured[static_cast<std::size_t>(i)];
-    a.row(i) = row_of(o->config, *o->outcome.metric(metric));
+    a.row(i) = row_of(o->config, *o->outcome.get(bytes));
   }
   auto solve = [&ridge](const Eigen::MatrixXd& rows) { return nonnegative_fit(rows, ridge); };
   // A failure used at least as much as the most that ran: with few points

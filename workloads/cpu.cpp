@@ -238,7 +238,7 @@ class CpuWorkload final : public Workload {
     const double estimate = loader_host_bytes(k.loader) + mlp_host_bytes(shape, k.loader.batch_size);
     const double ram_limit = ctx.limits.ram_bytes;
     if (auto o = over_ram_estimate(estimate, ram_limit)) {
-      o->metrics[metric::ram_estimate_bytes] = estimate;
+      o->set(metric::ram_estimate_bytes, estimate);
       return *o;
     }
 
@@ -267,13 +267,13 @@ class CpuWorkload final : public Workload {
     if (!std::isfinite(last_loss))
       return Outcome::failure(Status::error, "the loss diverged (non-finite); lower learning_rate");
 
-    o.metrics[metric::compute_busy] = steps.r.busy_fraction;
-    o.metrics[metric::data_wait_fraction] = steps.wait_fraction;
+    o.set(metric::compute_busy, steps.r.busy_fraction);
+    o.set(metric::data_wait_fraction, steps.wait_fraction);
     // Of the loader's calls, those that found no batch ready: unlike the wait,
     // not inflated by the trainer descheduled inside the call.
-    o.metrics[metric::starved_share] = steps.starved_share;
-    o.metrics[metric::ram_estimate_bytes] = estimate;
-    mark_if_over_ram_limit(o, o.metrics[metric::ram_bytes], ram_limit);
+    o.set(metric::starved_share, steps.starved_share);
+    o.set(metric::ram_estimate_bytes, estimate);
+    mark_if_over_ram_limit(o, o.ram_bytes().value_or(0), ram_limit);
     // No device to copy to: page-locking changes nothing here.
     if (config.find("pin_memory")) o.labels["ignored"] = "pin_memory";
     return o;

@@ -98,8 +98,9 @@ std::optional<std::string> implausible_result(const json& j) {
   if (j.contains("throughput") && j["throughput"].is_number() && j["throughput"].get<double>() > kMaxThroughput)
     return fmt::format("the result's throughput {:g} samples/s is beyond any real job (at most {:g})",
                        j["throughput"].get<double>(), kMaxThroughput);
-  for (const char* key : {metric::ram_bytes, metric::vram_bytes})
-    if (j.contains(key) && j[key].is_number() && (j[key].get<double>() < 0 || j[key].get<double>() > kMaxBytes))
+  for (const metric::Real m : {metric::ram_bytes, metric::vram_bytes})
+    if (const char* key = m.name;
+        j.contains(key) && j[key].is_number() && (j[key].get<double>() < 0 || j[key].get<double>() > kMaxBytes))
       return fmt::format("the result's {} {:g} is not a memory size (0 to 2^60 bytes)", key, j[key].get<double>());
   return std::nullopt;
 }
@@ -255,14 +256,14 @@ Outcome Workload::interpret(const ExternalRun& run, const TrialContext& ctx) con
     o.labels["ignored"] = (*result)["ignored"].get<std::string>();
   // It wrote or printed its result, then did not exit (a teardown that
   // hung): stopped, and what it measured stands.
-  if (after_result) o.metrics[metric::stopped_after_result] = 1;
+  if (after_result) o.set(metric::stopped_after_result, true);
   return o;
 }
 
 Outcome with_run_facts(Outcome o, const ExternalRun& run) {
-  if (!o.ram_bytes() && run.peak_ram_bytes > 0) o.metrics[metric::ram_bytes] = run.peak_ram_bytes;
+  if (!o.ram_bytes() && run.peak_ram_bytes > 0) o.set(metric::ram_bytes, run.peak_ram_bytes);
   if (o.seconds <= 0) o.seconds = run.wall_s;  // a forked workload may report its own (simulated) seconds
-  if (run.worker_replaced) o.metrics[metric::worker_replaced] = 1;
+  if (run.worker_replaced) o.set(metric::worker_replaced, true);
   return o;
 }
 

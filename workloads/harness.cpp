@@ -87,10 +87,10 @@ Outcome measured_outcome(const TrialSteps& steps, const TrialContext& ctx, doubl
   if (r.failed || r.windows == 0) return Outcome::failure(Status::error, "the measurement produced no timed window");
   Outcome o = Outcome::success(r.throughput);
   add_measure_metrics(r, o);
-  o.metrics[metric::startup_seconds] = seconds_between(ctx.started, steps.began);
-  o.metrics[metric::ram_bytes] = peak_host_bytes();
-  o.metrics[metric::ram_baseline_bytes] = ram_baseline;
-  o.metrics[metric::loss] = loss;
+  o.set(metric::startup_seconds, seconds_between(ctx.started, steps.began));
+  o.set(metric::ram_bytes, peak_host_bytes());
+  o.set(metric::ram_baseline_bytes, ram_baseline);
+  o.set(metric::loss, loss);
   return o;
 }
 

@@ -127,25 +127,25 @@ void set_warmup_steps(MeasureConfig& m, std::int64_t workers, std::int64_t prefe
 }
 
 void add_measure_metrics(const MeasureResult& r, Outcome& o) {
-  o.metrics[metric::throughput_rsd] = r.throughput_rsd;
+  o.set(metric::throughput_rsd, r.throughput_rsd);
   // The measurement's precision: the half-width of the 90% confidence
   // interval of the mean throughput, relative (0.03: +-3% at 90%).
-  if (r.mean_windows >= 2) o.metrics[metric::throughput_ci90] = r.throughput_ci90;
-  o.metrics[metric::stopped_by_rsd] = r.stopped_by_rsd ? 1.0 : 0.0;
-  if (r.stopped_on_precision) o.metrics[metric::stopped_on_precision] = 1.0;
-  if (r.settled_early) o.metrics[metric::settled_early] = 1.0;
-  if (r.stopped_on_scatter) o.metrics[metric::stopped_on_scatter] = 1.0;
-  o.metrics[metric::warmup_complete] = r.warmup_complete ? 1.0 : 0.0;
-  o.metrics[metric::warmup_drained] = r.warmup_drained ? 1.0 : 0.0;
-  o.metrics[metric::warmup_ahead] = r.warmup_ahead ? 1.0 : 0.0;
-  o.metrics[metric::warmup_steps] = static_cast<double>(r.warmup_steps);
-  o.metrics[metric::timed_steps] = static_cast<double>(r.timed_steps);
-  o.metrics[metric::windows] = r.windows;
-  o.metrics[metric::mean_windows] = r.mean_windows;
-  o.metrics[metric::measure_seconds] = r.elapsed_seconds;
-  o.metrics[metric::warmup_seconds] = r.warmup_seconds;
+  if (r.mean_windows >= 2) o.set(metric::throughput_ci90, r.throughput_ci90);
+  o.set(metric::stopped_by_rsd, r.stopped_by_rsd);
+  if (r.stopped_on_precision) o.set(metric::stopped_on_precision, true);
+  if (r.settled_early) o.set(metric::settled_early, true);
+  if (r.stopped_on_scatter) o.set(metric::stopped_on_scatter, true);
+  o.set(metric::warmup_complete, r.warmup_complete);
+  o.set(metric::warmup_drained, r.warmup_drained);
+  o.set(metric::warmup_ahead, r.warmup_ahead);
+  o.set(metric::warmup_steps, r.warmup_steps);
+  o.set(metric::timed_steps, r.timed_steps);
+  o.set(metric::windows, r.windows);
+  o.set(metric::mean_windows, r.mean_windows);
+  o.set(metric::measure_seconds, r.elapsed_seconds);
+  o.set(metric::warmup_seconds, r.warmup_seconds);
   if (r.raced) o.mark_raced();
-  o.metrics[metric::cpu_cores] = r.cpu_cores;
+  o.set(metric::cpu_cores, r.cpu_cores);
 }
 
 void measure_on_virtual_clock(Outcome& o, const Assignment& config, const TrialContext& ctx, std::uint64_t seed,
@@ -169,15 +169,15 @@ void measure_on_virtual_clock(Outcome& o, const Assignment& config, const TrialC
   // (starved_share) kept ahead: its data wait was the trainer descheduled
   // inside the loader's call, not an empty queue, so it never starves here.
   SimulatedLoader loader;
-  if (auto w = o.metric(metric::data_wait_fraction))
+  if (auto w = o.get(metric::data_wait_fraction))
     loader.wait_fraction = *w;
-  else if (auto busy = o.metric(metric::gpu_busy))
+  else if (auto busy = o.get(metric::gpu_busy))
     loader.wait_fraction = 1 - *busy;
-  if (auto starved = o.metric(metric::starved_share); starved && *starved < 0.5) loader.wait_fraction = 0;
+  if (auto starved = o.get(metric::starved_share); starved && *starved < 0.5) loader.wait_fraction = 0;
   // Workers that keep ahead find their queues full: as the recorded warm-up
   // found them, else wherever the loader never waits.
-  if (auto ahead = o.metric(metric::warmup_ahead))
-    loader.keeps_ahead = *ahead > 0;
+  if (auto ahead = o.get(metric::warmup_ahead))
+    loader.keeps_ahead = *ahead;
   else
     loader.keeps_ahead = workers > 0 && loader.wait_fraction == 0;
   loader.queued_batches = workers > 0 ? static_cast<double>(batches_before_first_step(workers, prefetch)) : 0.0;
@@ -194,7 +194,7 @@ void measure_on_virtual_clock(Outcome& o, const Assignment& config, const TrialC
   o.throughput = r.throughput;
   add_measure_metrics(r, o);
   o.seconds = clock.startup_s + r.elapsed_seconds;
-  o.metrics[metric::startup_seconds] = clock.startup_s;
+  o.set(metric::startup_seconds, clock.startup_s);
 }
 
 std::vector<OptionSpec> virtual_clock_option_specs(const std::string& simulated_help,

@@ -146,9 +146,9 @@ class ReplayWorkload final : public Workload {
       // clock (racing included), its windows scattering as recorded; start-up
       // as recorded when the table has it.
       VirtualClock clock = m_clock;
-      if (o.seconds > 0 && o.metric(metric::measure_seconds))
-        clock.startup_s = std::max(0.0, o.seconds - *o.metric(metric::measure_seconds));
-      measure_on_virtual_clock(o, config, ctx, rng(), clock, o.metric(metric::throughput_rsd).value_or(0));
+      if (o.seconds > 0 && o.get(metric::measure_seconds))
+        clock.startup_s = std::max(0.0, o.seconds - *o.get(metric::measure_seconds));
+      measure_on_virtual_clock(o, config, ctx, rng(), clock, o.get(metric::throughput_rsd).value_or(0));
     }
     return o;
   }

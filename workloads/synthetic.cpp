@@ -100,9 +100,9 @@ Outcome synthetic_evaluate(const SyntheticProfile& p, const Assignment& config) 
     step = std::max(t_device, t_load) + stall;
   }
   Outcome o = Outcome::success(B / step);
-  o.metrics[metric::gpu_busy] = t_compute / step;
-  o.metrics[metric::vram_bytes] = vram;
-  o.metrics[metric::ram_bytes] = ram;
+  o.set(metric::gpu_busy, t_compute / step);
+  o.set(metric::vram_bytes, vram);
+  o.set(metric::ram_bytes, ram);
   return o;
 }
 
@@ -127,7 +127,7 @@ class SyntheticWorkload final : public Workload {
     if (m_noise > 0) {
       std::normal_distribution<double> z(0.0, m_noise);
       o.throughput *= std::exp(z(rng));  // this run's level: differs run to run
-      o.metrics[metric::throughput_rsd] = m_noise;
+      o.set(metric::throughput_rsd, m_noise);
     }
     if (m_clock.on) measure_on_virtual_clock(o, config, ctx, rng(), m_clock);
     return o;

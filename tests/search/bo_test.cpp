@@ -132,7 +132,7 @@ struct LoaderBound {
   Outcome measure(const Config& c, std::optional<double> busy) const {
     Outcome o = Outcome::success(loader(c));
     const double compute = 8000.0 * (1 << c[0]) * (c[3] == 1 ? 2.0 : 1.0);
-    o.metrics["gpu_busy"] = busy ? *busy : loader(c) / compute;
+    o.set(metric::gpu_busy, busy ? *busy : loader(c) / compute);
     return o;
   }
 };
@@ -239,7 +239,7 @@ struct HostWall {
     if (ram_gb(c) > capacity_gb) return Outcome::failure(Status::host_oom, "killed (SIGKILL) without a timeout");
     const double w = c[1], p = 1 << c[2];
     Outcome o = Outcome::success((100.0 + 300.0 * w * (1.0 - 0.35 / p)) * (1.0 + 0.03 * c[0]));
-    o.metrics["ram_bytes"] = ram_gb(c) * 1073741824.0;
+    o.set(metric::ram_bytes, ram_gb(c) * 1073741824.0);
     return o;
   }
 };

@@ -40,8 +40,8 @@ std::vector<Observation> measured(const std::vector<Config>& at, bool with_busy,
   for (const auto& c : at) {
     Outcome o = Outcome::success(throughput(c[0], c[1]));
     const double busy = o.throughput / compute_rate(c[0]);
-    if (with_busy && as_utilisation) o.metrics["gpu_busy"] = busy;
-    if (with_busy && !as_utilisation) o.metrics["data_wait_fraction"] = 1.0 - busy;
+    if (with_busy && as_utilisation) o.set(metric::gpu_busy, busy);
+    if (with_busy && !as_utilisation) o.set(metric::data_wait_fraction, 1.0 - busy);
     obs.push_back({c, o});
   }
   return obs;
@@ -112,7 +112,7 @@ TEST(Surrogate, OneTrialWithoutABusyShareKeepsTheOneGp) {
   auto mixed = measured(at, true);
   mixed[3].outcome.metrics.clear();
   auto nan = measured(at, true);
-  nan[2].outcome.metrics["data_wait_fraction"] = std::numeric_limits<double>::quiet_NaN();
+  nan[2].outcome.set(metric::data_wait_fraction, std::numeric_limits<double>::quiet_NaN());
   const auto none = measured(at, false);
   auto predict_all = [&](const std::vector<Observation>& obs, bool& split) {
     Surrogate s(space);
@@ -144,7 +144,7 @@ TEST(Surrogate, NeverPredictsMoreThanTheComputeRate) {
   for (int w = 0; w <= 4; ++w) {
     const double busy = 0.58 + 0.1 * w;
     Outcome o = Outcome::success(rate * busy);
-    o.metrics["data_wait_fraction"] = 1.0 - busy;
+    o.set(metric::data_wait_fraction, 1.0 - busy);
     obs.push_back({Config{4, w}, o});
   }
   Surrogate s(space);
@@ -184,7 +184,7 @@ TEST(Surrogate, AFasterComputeDoesNotSpeedALoaderBoundPipeline) {
   std::vector<Observation> obs;
   for (const Config& c : at) {
     Outcome o = Outcome::success(tput(c));
-    o.metrics["data_wait_fraction"] = 1.0 - o.throughput / rate(c);
+    o.set(metric::data_wait_fraction, 1.0 - o.throughput / rate(c));
     obs.push_back({c, o});
   }
   Surrogate s(space);
@@ -224,14 +224,14 @@ TEST(Surrogate, ATrialWhoseLoaderKeptUpDoesNotReadSlowerThanItRan) {
     std::vector<Observation> obs;
     for (const Config& c : at) {
       Outcome o = Outcome::success(std::min(rate(c), loader(c)));
-      o.metrics["data_wait_fraction"] = 1.0 - o.throughput / rate(c);
+      o.set(metric::data_wait_fraction, 1.0 - o.throughput / rate(c));
       obs.push_back({c, o});
     }
     Surrogate s(space);
     ASSERT_TRUE(fit(s, obs, 5));
     ASSERT_TRUE(s.loader_min()) << "design " << design;
     for (const auto& o : obs) {
-      if (o.outcome.metrics.at("data_wait_fraction") > 0.1) continue;
+      if (o.outcome.get(metric::data_wait_fraction).value() > 0.1) continue;
       ++kept_up;
       const double p = predicted(s, o.config);
       EXPECT_GT(p, 0.85 * o.outcome.throughput) << "design " << design << ": measured " << o.outcome.throughput << " predicted " << p;

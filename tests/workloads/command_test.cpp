@@ -62,8 +62,8 @@ TEST(CommandWorkload, OkFromLastStdoutLine) {
   Outcome o = w->measure(cfg(), ctx_with(5));
   ASSERT_EQ(o.status, Status::ok) << o.reason;
   EXPECT_DOUBLE_EQ(o.throughput, 123.5);
-  EXPECT_DOUBLE_EQ(o.metric("vram_bytes").value_or(0), 1000);
-  EXPECT_GT(o.metric("ram_bytes").value_or(0), 0) << "the runner measures RAM when the script does not";
+  EXPECT_DOUBLE_EQ(o.get(metric::vram_bytes).value_or(0), 1000);
+  EXPECT_GT(o.get(metric::ram_bytes).value_or(0), 0) << "the runner measures RAM when the script does not";
   EXPECT_GT(o.seconds, 0);
 }
 
@@ -72,7 +72,7 @@ TEST(CommandWorkload, UsesLastJsonObjectLineDespiteTrailingText) {
   Outcome o = w->measure(cfg(), ctx_with(5));
   ASSERT_EQ(o.status, Status::ok) << o.reason;
   EXPECT_DOUBLE_EQ(o.throughput, 2);
-  EXPECT_DOUBLE_EQ(o.metric("loss").value_or(-1), 0.5);
+  EXPECT_DOUBLE_EQ(o.get(metric::loss).value_or(-1), 0.5);
 }
 
 TEST(CommandWorkload, ResultFileWinsOverStdout) {
@@ -84,8 +84,8 @@ TEST(CommandWorkload, ResultFileWinsOverStdout) {
   Outcome o = w->measure(cfg(), ctx_with(5));
   ASSERT_EQ(o.status, Status::ok) << o.reason;
   EXPECT_DOUBLE_EQ(o.throughput, 42);
-  EXPECT_DOUBLE_EQ(o.metric("ram_bytes").value_or(0), 7) << "reported RAM is kept, not overwritten";
-  EXPECT_DOUBLE_EQ(o.metric("gpu_busy").value_or(0), 0.9);
+  EXPECT_DOUBLE_EQ(o.get(metric::ram_bytes).value_or(0), 7) << "reported RAM is kept, not overwritten";
+  EXPECT_DOUBLE_EQ(o.get(metric::gpu_busy).value_or(0), 0.9);
 }
 
 TEST(CommandWorkload, ResultFileKeptInLogDir) {
@@ -172,8 +172,8 @@ TEST(CommandWorkload, AJobThatWroteItsResultButHangsIsStoppedAndItsResultKept) {
   const double took = secs_since(t0);
   ASSERT_EQ(o.status, Status::ok) << o.reason;
   EXPECT_DOUBLE_EQ(o.throughput, 42);
-  EXPECT_DOUBLE_EQ(o.metric("gpu_busy").value_or(0), 0.5);
-  EXPECT_EQ(o.metric("stopped_after_result").value_or(0), 1);
+  EXPECT_DOUBLE_EQ(o.get(metric::gpu_busy).value_or(0), 0.5);
+  EXPECT_TRUE(o.has(metric::stopped_after_result));
   EXPECT_GE(took, 0.5) << "it had its grace";
   EXPECT_LT(took, 5.0) << "not the 30 s timeout";
   EXPECT_TRUE(testing::gone_within(testing::read_pid(pidfile), 1.0)) << "the group's sleep must be killed";
@@ -188,7 +188,7 @@ TEST(CommandWorkload, ATimeoutAfterTheResultIsWrittenKeepsTheResult) {
   Outcome o = w->measure(cfg(), ctx_with(1));
   ASSERT_EQ(o.status, Status::ok) << o.reason;
   EXPECT_DOUBLE_EQ(o.throughput, 7);
-  EXPECT_EQ(o.metric("stopped_after_result").value_or(0), 1);
+  EXPECT_TRUE(o.has(metric::stopped_after_result));
   EXPECT_GE(secs_since(t0), 1.0) << "no grace: the timeout stopped it";
 }
 
@@ -205,8 +205,8 @@ TEST(CommandWorkload, ATimeoutAfterTheResultLineIsPrintedKeepsTheResult) {
   Outcome o = w->measure(cfg(), ctx_with(1));
   ASSERT_EQ(o.status, Status::ok) << o.reason;
   EXPECT_DOUBLE_EQ(o.throughput, 11);
-  EXPECT_DOUBLE_EQ(o.metric("gpu_busy").value_or(0), 0.25);
-  EXPECT_EQ(o.metric("stopped_after_result").value_or(0), 1);
+  EXPECT_DOUBLE_EQ(o.get(metric::gpu_busy).value_or(0), 0.25);
+  EXPECT_TRUE(o.has(metric::stopped_after_result));
   EXPECT_TRUE(testing::gone_within(testing::read_pid(pidfile), 1.0)) << "the group's sleep must be killed";
 
   auto progress = make_command("echo '{\"step\": 10, \"loss\": 2.5}'; exec sleep 1000");
@@ -261,7 +261,7 @@ TEST(CommandWorkload, ReportedStatusIsUsed) {
   Outcome o = w->measure(cfg(), ctx_with(5));
   EXPECT_EQ(o.status, Status::oom) << o.reason;
   EXPECT_EQ(o.reason, "too big");
-  EXPECT_DOUBLE_EQ(o.metric("vram_bytes").value_or(0), 5e10);
+  EXPECT_DOUBLE_EQ(o.get(metric::vram_bytes).value_or(0), 5e10);
   auto bad = make_command(R"(echo '{"status": "melted"}')");
   EXPECT_EQ(bad->measure(cfg(), ctx_with(5)).status, Status::error);
 }
@@ -321,8 +321,8 @@ TEST(CommandWorkload, MeasuresRamOfThePythonScript) {
   auto w = make_command("python3 " + (dir.path() / "alloc.py").string());
   Outcome o = w->measure(cfg(), ctx_with(10));
   ASSERT_EQ(o.status, Status::ok) << o.reason;
-  EXPECT_GE(o.metric("ram_bytes").value_or(0), 150e6);
-  EXPECT_LT(o.metric("ram_bytes").value_or(0), 1e9);
+  EXPECT_GE(o.get(metric::ram_bytes).value_or(0), 150e6);
+  EXPECT_LT(o.get(metric::ram_bytes).value_or(0), 1e9);
 }
 
 TEST(CommandWorkload, SpawnFailureIsError) {

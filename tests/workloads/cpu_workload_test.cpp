@@ -36,17 +36,18 @@ TEST(CpuWorkload, MeasuresAThroughputWithItsMetrics) {
   const Outcome o = w->measure(config(32, 1), TrialContext{});
   ASSERT_TRUE(o.ok()) << o.reason;
   EXPECT_GT(o.throughput, 0);
-  for (const char* m : {"throughput_rsd", "stopped_by_rsd", "compute_busy", "ram_bytes", "loss", "mean_windows"})
+  for (const char* m : {metric::throughput_rsd.name, metric::stopped_by_rsd.name, metric::compute_busy.name,
+                        metric::ram_bytes.name, metric::loss.name, metric::mean_windows.name})
     EXPECT_TRUE(o.metric(m).has_value()) << m;
-  EXPECT_GT(*o.metric("compute_busy"), 0.0);
-  EXPECT_LE(*o.metric("compute_busy"), 1.0);
-  EXPECT_GT(*o.metric("ram_bytes"), 1e6);
+  EXPECT_GT(*o.get(metric::compute_busy), 0.0);
+  EXPECT_LE(*o.get(metric::compute_busy), 1.0);
+  EXPECT_GT(*o.get(metric::ram_bytes), 1e6);
   EXPECT_LT(o.seconds, 1.5 + 1.0);
   // The precision of the mean: t(90%, n - 1) x rsd / sqrt(n) over its n windows.
-  if (const double n = *o.metric("mean_windows"); n >= 2) {
-    ASSERT_TRUE(o.metric("throughput_ci90").has_value());
-    EXPECT_NEAR(*o.metric("throughput_ci90"),
-                student_t95(static_cast<int>(n) - 1) * *o.metric("throughput_rsd") / std::sqrt(n), 1e-12);
+  if (const double n = static_cast<double>(*o.get(metric::mean_windows)); n >= 2) {
+    ASSERT_TRUE(o.get(metric::throughput_ci90).has_value());
+    EXPECT_NEAR(*o.get(metric::throughput_ci90),
+                student_t95(static_cast<int>(n) - 1) * *o.get(metric::throughput_rsd) / std::sqrt(n), 1e-12);
   }
   EXPECT_EQ(o.labels.at("ignored"), "pin_memory") << "no device: pinning changes nothing";
 }
@@ -60,9 +61,9 @@ TEST(CpuWorkload, ReportsTheSecondsFromTheTrialsStartToItsFirstStep) {
   ctx.started = std::chrono::steady_clock::now() - std::chrono::milliseconds(300);
   const Outcome o = w->measure(config(32, 1), ctx);
   ASSERT_TRUE(o.ok()) << o.reason;
-  ASSERT_TRUE(o.metric("startup_seconds").has_value());
-  EXPECT_GE(*o.metric("startup_seconds"), 0.3);
-  EXPECT_LT(*o.metric("startup_seconds"), 0.3 + o.seconds - *o.metric("measure_seconds") + 0.05)
+  ASSERT_TRUE(o.get(metric::startup_seconds).has_value());
+  EXPECT_GE(*o.get(metric::startup_seconds), 0.3);
+  EXPECT_LT(*o.get(metric::startup_seconds), 0.3 + o.seconds - *o.get(metric::measure_seconds) + 0.05)
       << "no more than the trial's own time outside the measurement";
 }
 
@@ -76,9 +77,9 @@ TEST(CpuWorkload, TheWarmUpEndsOnceTheQueueRunsDryOrStaysFull) {
   opts["depth"] = I{1};
   const Outcome starved = make_cpu(opts)->measure(config(32, 1), TrialContext{});
   ASSERT_TRUE(starved.ok()) << starved.reason;
-  EXPECT_EQ(starved.metric("warmup_drained"), 1.0);
-  EXPECT_LT(*starved.metric("warmup_seconds"), 1.0);
-  EXPECT_EQ(starved.metric("warmup_ahead"), 0.0);
+  EXPECT_EQ(starved.get(metric::warmup_drained), true);
+  EXPECT_LT(*starved.get(metric::warmup_seconds), 1.0);
+  EXPECT_EQ(starved.get(metric::warmup_ahead), false);
   // Compute-bound: no preprocessing for a 4 x 1024 MLP, each step ~50x the
   // batch's preparation: the queue never runs dry; the worker waits on a
   // full queue, which ends the warm-up at the floor too.
@@ -87,15 +88,15 @@ TEST(CpuWorkload, TheWarmUpEndsOnceTheQueueRunsDryOrStaysFull) {
   opts["depth"] = I{4};
   const Outcome ahead = make_cpu(opts)->measure(config(32, 1), TrialContext{});
   ASSERT_TRUE(ahead.ok()) << ahead.reason;
-  EXPECT_EQ(ahead.metric("warmup_drained"), 0.0);
-  EXPECT_EQ(ahead.metric("warmup_ahead"), 1.0);
-  EXPECT_LT(*ahead.metric("warmup_seconds"), 1.0);
+  EXPECT_EQ(ahead.get(metric::warmup_drained), false);
+  EXPECT_EQ(ahead.get(metric::warmup_ahead), true);
+  EXPECT_LT(*ahead.get(metric::warmup_seconds), 1.0);
   // Without the rule, the full warm-up.
   opts["warmup_until_drained"] = false;
   const Outcome fixed = make_cpu(opts)->measure(config(32, 1), TrialContext{});
   ASSERT_TRUE(fixed.ok()) << fixed.reason;
-  EXPECT_EQ(fixed.metric("warmup_ahead"), 0.0);
-  EXPECT_GE(*fixed.metric("warmup_seconds"), 1.5);
+  EXPECT_EQ(fixed.get(metric::warmup_ahead), false);
+  EXPECT_GE(*fixed.get(metric::warmup_seconds), 1.5);
 }
 
 TEST(CpuWorkload, TrainingLearnsASmallDataset) {
@@ -111,7 +112,7 @@ TEST(CpuWorkload, TrainingLearnsASmallDataset) {
   auto w = make_cpu(opts);
   const Outcome o = w->measure(config(32, 1), TrialContext{});
   ASSERT_TRUE(o.ok()) << o.reason;
-  EXPECT_LT(*o.metric("loss"), 1.0);
+  EXPECT_LT(*o.get(metric::loss), 1.0);
 }
 
 TEST(CpuWorkload, HalfPrecisionIsAnErrorNamingTheReason) {
@@ -133,11 +134,11 @@ TEST(CpuWorkload, RamLimitMakesTheTrialInvalid) {
 
   // Above the estimate but below any real process: measured, then invalid.
   auto big = make_cpu(quick(1.0));
-  const auto estimate = *o.metric("ram_estimate_bytes");
+  const auto estimate = *o.get(metric::ram_estimate_bytes);
   ctx.limits.ram_bytes = estimate * 1.01;
   o = big->measure(config(16, 1), ctx);
   EXPECT_EQ(o.status, Status::invalid) << o.reason;
-  EXPECT_GT(*o.metric("ram_bytes"), ctx.limits.ram_bytes);
+  EXPECT_GT(*o.get(metric::ram_bytes), ctx.limits.ram_bytes);
 }
 
 TEST(CpuWorkload, BadConfigurationsAreErrorsNotCrashes) {
@@ -189,7 +190,7 @@ TEST(CpuWorkload, StepsDoNotFaultInFreshMemory) {
   const Outcome o = w->measure(config(256, 1), TrialContext{});
   const long faults = minor_faults() - before;
   ASSERT_TRUE(o.ok()) << o.reason;
-  const double steps = *o.metric("warmup_steps") + *o.metric("timed_steps");
+  const double steps = static_cast<double>(*o.get(metric::warmup_steps) + *o.get(metric::timed_steps));
   ASSERT_GT(steps, 20);
   std::cout << faults << " minor faults over " << steps << " steps\n";
   // Seen: 3 per step with freed memory kept, 28 per step without (this

@@ -63,12 +63,13 @@ TEST_F(CudaDevice, EveryPrecisionTrainsAndReportsItsMetrics) {
   for (const char* p : {"fp32", "tf32", "fp16", "bf16"}) {
     const Outcome o = w->measure(config(256, 4, true, p), TrialContext{});
     ASSERT_TRUE(o.ok()) << p << ": " << o.reason;
-    for (const char* m : {"gpu_busy", "step_device_seconds", "vram_bytes", "gemm_tflops", "throughput_rsd",
-                          "stopped_by_rsd", "ram_bytes", "loss"})
+    for (const char* m : {metric::gpu_busy.name, metric::step_device_seconds.name, metric::vram_bytes.name,
+                          metric::gemm_tflops.name, metric::throughput_rsd.name, metric::stopped_by_rsd.name,
+                          metric::ram_bytes.name, metric::loss.name})
       EXPECT_TRUE(o.metric(m).has_value()) << p << " " << m;
-    EXPECT_GT(*o.metric("gemm_tflops"), 0.0) << p;
-    EXPECT_GT(*o.metric("gpu_busy"), 0.0) << p;
-    EXPECT_LE(*o.metric("gpu_busy"), 1.0) << p;
+    EXPECT_GT(*o.get(metric::gemm_tflops), 0.0) << p;
+    EXPECT_GT(*o.get(metric::gpu_busy), 0.0) << p;
+    EXPECT_LE(*o.get(metric::gpu_busy), 1.0) << p;
   }
 }
 
@@ -77,7 +78,7 @@ TEST_F(CudaDevice, HalfPrecisionGemmsAreFasterThanFp32) {
   const Outcome fp32 = w->measure(config(1024, 8, true, "fp32"), TrialContext{});
   const Outcome bf16 = w->measure(config(1024, 8, true, "bf16"), TrialContext{});
   ASSERT_TRUE(fp32.ok() && bf16.ok()) << fp32.reason << bf16.reason;
-  EXPECT_GT(*bf16.metric("gemm_tflops"), 3.0 * *fp32.metric("gemm_tflops"));
+  EXPECT_GT(*bf16.get(metric::gemm_tflops), 3.0 * *fp32.get(metric::gemm_tflops));
 }
 
 TEST_F(CudaDevice, PedanticFp32IsAnOptionAndNeverFasterThanDefaultFp32) {
@@ -88,7 +89,7 @@ TEST_F(CudaDevice, PedanticFp32IsAnOptionAndNeverFasterThanDefaultFp32) {
   const Outcome b = pedantic->measure(config(1024, 8, true, "fp32"), TrialContext{});
   ASSERT_TRUE(a.ok() && b.ok()) << a.reason << b.reason;
   // Pedantic forbids what default math may do; 10% for timing noise.
-  EXPECT_LE(*b.metric("gemm_tflops"), 1.1 * *a.metric("gemm_tflops"));
+  EXPECT_LE(*b.get(metric::gemm_tflops), 1.1 * *a.get(metric::gemm_tflops));
 }
 
 TEST_F(CudaDevice, GpuBusyIsLowWhenTheGpuWaitsOnLaunches) {
@@ -100,19 +101,19 @@ TEST_F(CudaDevice, GpuBusyIsLowWhenTheGpuWaitsOnLaunches) {
                       {"sample_bytes", I{256}}, {"preprocess_passes", I{1}}});
   const Outcome o = w->measure(config(32, 4, true, "fp32"), TrialContext{});
   ASSERT_TRUE(o.ok()) << o.reason;
-  EXPECT_GT(*o.metric("step_device_seconds"), 0.0);
-  EXPECT_LT(*o.metric("gpu_busy"), 0.75);
-  EXPECT_EQ(*o.metric("gate_timeouts"), 0.0);
+  EXPECT_GT(*o.get(metric::step_device_seconds), 0.0);
+  EXPECT_LT(*o.get(metric::gpu_busy), 0.75);
+  EXPECT_EQ(*o.get(metric::gate_timeouts), 0);
 }
 
 TEST_F(CudaDevice, Fp16KeepsItsLossScaleOnTheDevice) {
   auto w = make_cuda({{"width", I{1024}}, {"depth", I{2}}});
   const Outcome o = w->measure(config(256, 4, true, "fp16"), TrialContext{});
   ASSERT_TRUE(o.ok()) << o.reason;
-  EXPECT_GE(*o.metric("loss_scale"), 1.0);
-  EXPECT_LE(*o.metric("loss_scale"), 16777216.0);
-  EXPECT_LT(*o.metric("skipped_steps"), *o.metric("warmup_steps") + *o.metric("timed_steps"));
-  EXPECT_GT(*o.metric("loss"), 0.0);  // a real, finite cross-entropy, read a step late
+  EXPECT_GE(*o.get(metric::loss_scale), 1.0);
+  EXPECT_LE(*o.get(metric::loss_scale), 16777216.0);
+  EXPECT_LT(*o.get(metric::skipped_steps), *o.get(metric::warmup_steps) + *o.get(metric::timed_steps));
+  EXPECT_GT(*o.get(metric::loss), 0.0);  // a real, finite cross-entropy, read a step late
 }
 
 // Over the limit by the estimate: `invalid` (judged, as every limit is);
@@ -153,8 +154,8 @@ TEST_F(CudaDevice, DISABLED_GemmTflopsPerPrecision) {
     const Outcome o = (is_pedantic ? pedantic : w)->measure(config(4096, 12, true, is_pedantic ? "fp32" : p),
                                                              TrialContext{});
     ASSERT_TRUE(o.ok()) << p << ": " << o.reason;
-    std::cout << p << ",4096," << *o.metric("gemm_tflops") << "," << *o.metric("model_tflops") << ","
-              << o.throughput << "," << *o.metric("gpu_busy") << "," << *o.metric("vram_bytes") << "\n";
+    std::cout << p << ",4096," << *o.get(metric::gemm_tflops) << "," << *o.get(metric::model_tflops) << ","
+              << o.throughput << "," << *o.get(metric::gpu_busy) << "," << *o.get(metric::vram_bytes) << "\n";
   }
 }
 

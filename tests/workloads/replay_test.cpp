@@ -42,7 +42,7 @@ TEST_F(ReplayTest, LooksUpRowsRepeatsStatusesAndMetrics) {
   ASSERT_TRUE(t.find(a(32, true)));
   EXPECT_EQ(t.find(a(32, true))->size(), 2u);
   EXPECT_NEAR(t.mean(a(32, true))->throughput, std::sqrt(120.0 * 130.0), 1e-9);
-  EXPECT_EQ(t.mean(a(32, false))->metrics.at("vram_bytes"), 1000);
+  EXPECT_EQ(t.mean(a(32, false))->get(metric::vram_bytes).value(), 1000);
   EXPECT_EQ(t.mean(a(64, true))->status, Status::oom);
   EXPECT_FALSE(t.find(a(128, true)));
 
@@ -104,9 +104,9 @@ TEST_F(ReplayTest, FewestWindowsReachesTheSimulatedMeasurement) {
     ctx.seed = 7;
     const Outcome o = w->measure(a(32, true), ctx);
     EXPECT_EQ(o.status, Status::ok) << o.reason;
-    EXPECT_EQ(o.metric("stopped_by_rsd").value_or(0), 1);
-    EXPECT_EQ(o.metric("settled_early").value_or(0), fewest < 5 ? 1 : 0);
-    return o.metric("windows").value_or(0);
+    EXPECT_TRUE(o.has(metric::stopped_by_rsd));
+    EXPECT_EQ(o.has(metric::settled_early), fewest < 5);
+    return o.get(metric::windows).value_or(0);
   };
   EXPECT_EQ(windows(3), 3);
   EXPECT_EQ(windows(5), 5);

@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 
 #include "core/csv_table.hpp"
+#include "core/metric_names.hpp"
 #include "tuner/cli/cli.hpp"
 #include "tuner/cli/cli_commands.hpp"
 #include "tuner/cli/cli_common.hpp"
@@ -120,10 +121,11 @@ int run_sweep_command(const SweepArgs& args) {
   // the set is written as the header before any row.
   std::vector<std::string> header;
   for (const auto& p : spec->space.params()) header.push_back(p.name);
-  const std::vector<std::string> metric_cols = {"throughput_rsd", "gpu_busy",        "compute_busy",
-                                                "vram_bytes",     "ram_bytes",       "warmup_seconds",
-                                                "measure_seconds", "data_wait_fraction", "starved_share",
-                                                "warmup_ahead",   "seconds"};
+  const std::vector<std::string> metric_cols = {
+      metric::throughput_rsd.name,     metric::gpu_busy.name,           metric::compute_busy.name,
+      metric::vram_bytes.name,         metric::ram_bytes.name,          metric::warmup_seconds.name,
+      metric::measure_seconds.name,    metric::data_wait_fraction.name, metric::starved_share.name,
+      metric::warmup_ahead.name,       "seconds"};
   header.push_back("status");
   header.push_back("throughput");
   for (const auto& m : metric_cols) header.push_back(m);

@@ -84,7 +84,7 @@ std::string machine_line(const Study& r) {
   for (const auto* records :
        {&r.trials, &r.confirmations, &r.explanations, &r.baseline_again, &r.answer_again, &r.controls})
     for (const TrialRecord& t : *records)
-      if (const auto f = t.outcome.metric(metric::foreign_cores)) foreign.emplace_back(*f, t.trial);
+      if (const auto f = t.outcome.get(metric::foreign_cores)) foreign.emplace_back(*f, t.trial);
   if (foreign.empty()) return {};
   double sum = 0;
   for (const auto& [f, t] : foreign) sum += f;
@@ -103,10 +103,10 @@ std::string machine_line(const Study& r) {
   int gpu_trials = 0;
   double gpu_most = 0, gpu_bytes = 0;
   for (const TrialRecord& t : r.trials)
-    if (const auto n = t.outcome.metric(metric::foreign_gpu_processes); n && *n > 0) {
+    if (const auto n = t.outcome.get(metric::foreign_gpu_processes); n && *n > 0) {
       ++gpu_trials;
-      gpu_most = std::max(gpu_most, *n);
-      gpu_bytes = std::max(gpu_bytes, t.outcome.metric(metric::foreign_gpu_bytes).value_or(0));
+      gpu_most = std::max(gpu_most, static_cast<double>(*n));
+      gpu_bytes = std::max(gpu_bytes, t.outcome.get(metric::foreign_gpu_bytes).value_or(0));
     }
   if (gpu_trials > 0)
     controls += fmt::format("; other processes on the GPU during {} trial{} (up to {:.0f}, holding {})", gpu_trials,
@@ -132,7 +132,7 @@ void print_summary(const Spec& spec, const Study& r) {
     const Study::Shown shown = *r.shown();
     std::cout << fmt::format("        {:.1f} samples/s", shown.answer);
     if (shown.remeasured) std::cout << fmt::format(" (the median of {} side-by-side runs)", shown.runs);
-    if (auto busy = r.best_outcome->metric(metric::gpu_busy)) std::cout << fmt::format(", busy {:.0f}%", *busy * 100);
+    if (auto busy = r.best_outcome->get(metric::gpu_busy)) std::cout << fmt::format(", busy {:.0f}%", *busy * 100);
     std::cout << "\n";
     if (r.nearer_than && r.nearer_than->outcome.throughput > r.best_outcome->throughput)
       std::cout << fmt::format("        trial {} measured {:.1f} samples/s, within the noise of this one, which changes "

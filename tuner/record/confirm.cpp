@@ -61,8 +61,8 @@ void choose_confirmed(const std::vector<Config>& candidates, Study& r) {
     if (!row.chosen) continue;
     r.best = row.config;
     r.best_outcome = row.measurements.back();
-    r.best_outcome->metrics[metric::throughput_search] = row.measurements.front().throughput;
-    r.best_outcome->metrics[metric::throughput_mean] = row.mean;
+    r.best_outcome->set(metric::throughput_search, row.measurements.front().throughput);
+    r.best_outcome->set(metric::throughput_mean, row.mean);
     return;
   }
   // None chosen (every candidate failed when measured again, or Ctrl-C came

@@ -10,7 +10,7 @@
 namespace autotune {
 namespace {
 
-double measured(const Outcome& o) { return o.metric(metric::throughput_measured).value_or(o.throughput); }
+double measured(const Outcome& o) { return o.get(metric::throughput_measured).value_or(o.throughput); }
 
 struct ControlPoint {
   int trial = 0;
@@ -27,8 +27,8 @@ struct ControlPoint {
 constexpr double kLoadChange = 0.5;
 
 ControlPoint point_of(const TrialRecord& t, double throughput) {
-  return {t.trial, throughput, t.outcome.metric(metric::throughput_rsd).value_or(0),
-          t.outcome.metric(metric::foreign_cores).value_or(0)};
+  return {t.trial, throughput, t.outcome.get(metric::throughput_rsd).value_or(0),
+          t.outcome.get(metric::foreign_cores).value_or(0)};
 }
 
 }  // namespace
@@ -93,8 +93,8 @@ void apply_drift_control(Study& s, const Config& control) {
     if (!t.outcome.ok()) continue;
     const double factor = factor_at(points, t.trial);
     const double raw = measured(t.outcome);
-    t.outcome.metrics[metric::throughput_measured] = raw;
-    t.outcome.metrics[metric::drift] = factor;
+    t.outcome.set(metric::throughput_measured, raw);
+    t.outcome.set(metric::drift, factor);
     t.outcome.throughput = raw * factor;
   }
 }
@@ -102,7 +102,7 @@ void apply_drift_control(Study& s, const Config& control) {
 double largest_drift(const Study& s) {
   double most = 0;
   for (const auto& t : s.trials)
-    if (const auto f = t.outcome.metric(metric::drift)) most = std::max(most, std::abs(*f - 1.0));
+    if (const auto f = t.outcome.get(metric::drift)) most = std::max(most, std::abs(*f - 1.0));
   return most;
 }
 

@@ -29,7 +29,7 @@ void emit_metrics(YAML::Emitter& e, const Outcome& o) {
     if (!std::isfinite(v)) continue;
     e << YAML::Key << Str{k} << YAML::Value;  // a job's own metric names
     if (k.ends_with("_bytes")) emit_bytes(e, v);
-    else if (k.starts_with("throughput_") && k != "throughput_rsd") e << sig(v, 6);  // samples/s, as throughput
+    else if (k.starts_with("throughput_") && k != metric::throughput_rsd.name) e << sig(v, 6);  // samples/s, as throughput
     else e << sig(v, 4);
   }
   e << YAML::EndMap;
@@ -222,7 +222,7 @@ void emit_search(YAML::Emitter& e, const Spec& spec, const Study& r) {
   double foreign_sum = 0, foreign_max = 0;
   int foreign_n = 0;
   for (const auto& t : r.trials)
-    if (const auto f = t.outcome.metric(metric::foreign_cores)) {
+    if (const auto f = t.outcome.get(metric::foreign_cores)) {
       foreign_sum += *f;
       foreign_max = std::max(foreign_max, *f);
       ++foreign_n;

@@ -66,8 +66,9 @@ namespace {
 // The standard error of a measurement's throughput, in samples/s (0 when it
 // reports no spread).
 double standard_error(const Outcome& o) {
-  const double rsd = o.metric(metric::throughput_rsd).value_or(0.0);
-  const double windows = std::max(1.0, o.metric(metric::mean_windows).value_or(o.metric(metric::windows).value_or(1.0)));
+  const double rsd = o.get(metric::throughput_rsd).value_or(0.0);
+  const double windows = std::max(
+      1.0, static_cast<double>(o.get(metric::mean_windows).value_or(o.get(metric::windows).value_or(1))));
   return rsd * o.throughput / std::sqrt(windows);
 }
 
@@ -157,7 +158,7 @@ std::optional<Study::Speedup> Study::speedup() const {
     int read = 0;
     for (const auto* again : {&baseline_again, &answer_again})
       for (const TrialRecord& t : *again)
-        if (const auto f = t.outcome.metric(metric::foreign_cores)) {
+        if (const auto f = t.outcome.get(metric::foreign_cores)) {
           others += *f;
           ++read;
         }

@@ -28,7 +28,7 @@ TimeSplit time_split(const Outcome& o) {
   // The busy share as bo reads it (Outcome::busy), where it is a data wait.
   if (auto b = o.busy(); b && b->data_wait) s.data_wait = std::clamp(1.0 - b->share, 0.0, 1.0);
   if (s.data_wait) s.compute = 1.0 - *s.data_wait;
-  if (auto g = o.metric(metric::gpu_busy)) s.device_busy = std::clamp(*g, 0.0, 1.0);
+  if (auto g = o.get(metric::gpu_busy)) s.device_busy = std::clamp(*g, 0.0, 1.0);
   return s;
 }
 
@@ -59,11 +59,12 @@ std::string explain_speedup(const TimeSplit& baseline, const TimeSplit& best) {
 }
 
 std::string rank_starved(const Outcome& o) {
-  const auto world = o.metric(metric::world_size);
+  const auto world = o.get(metric::world_size);
   if (!world || *world < 2) return {};
   const long ranks = static_cast<long>(*world);
   std::string out;
-  const auto most = o.metric(metric::rank_data_wait_max), who = o.metric(metric::rank_waiting_most);
+  const auto most = o.get(metric::rank_data_wait_max);
+  const auto who = o.get(metric::rank_waiting_most);
   if (most && who && *most >= kPartly) {
     std::optional<double> least;
     long least_rank = 0;
@@ -76,8 +77,8 @@ std::string rank_starved(const Outcome& o) {
       out = fmt::format("rank {} starved: it waited for data {:.0f}% of its time, rank {} {:.0f}%",
                         static_cast<long>(*who), 100 * *most, least_rank, 100 * *least);
   }
-  const auto slow = o.metric(metric::rank_pace_min), fast = o.metric(metric::rank_pace_max),
-             slowest = o.metric(metric::rank_slowest);
+  const auto slow = o.get(metric::rank_pace_min), fast = o.get(metric::rank_pace_max);
+  const auto slowest = o.get(metric::rank_slowest);
   if (slow && fast && slowest && *slow > 0 && *fast > *slow * (1 + kPaceGap))
     out += fmt::format("{}the job moves at its slowest rank's pace: rank {}, {:.1f} samples/s against up to {:.1f}",
                        out.empty() ? "" : "; ", static_cast<long>(*slowest), *slow, *fast);

@@ -13,14 +13,14 @@ namespace {
 void add(TuningTime& t, const Outcome& o) {
   t.total_s += o.seconds;
   ++t.trials;
-  if (o.metric(metric::worker_started).value_or(0) > 0) ++t.workers_started;
+  if (o.has(metric::worker_started)) ++t.workers_started;
   if (!o.ok()) {
     t.failed_s += o.seconds;
     ++t.failed;
     return;
   }
-  const double measure = std::clamp(o.metric(metric::measure_seconds).value_or(0), 0.0, o.seconds);
-  const double warmup = std::clamp(o.metric(metric::warmup_seconds).value_or(0), 0.0, measure);
+  const double measure = std::clamp(o.get(metric::measure_seconds).value_or(0), 0.0, o.seconds);
+  const double warmup = std::clamp(o.get(metric::warmup_seconds).value_or(0), 0.0, measure);
   const double startup = std::clamp(o.startup_seconds().value_or(0), 0.0, o.seconds - measure);
   t.warmup_s += warmup;
   t.timed_s += measure - warmup;

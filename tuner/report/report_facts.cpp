@@ -114,15 +114,15 @@ std::string knob_effect(const JournalStudy& s, std::size_t dim) {
 
 std::string format_rate(double v) { return std::fabs(v) >= 100 ? fmt::format("{:.0f}", v) : fmt::format("{:.3g}", v); }
 
-std::string memory_of(const Outcome& o, const char* metric) {
-  const auto v = o.metric(metric);
+std::string memory_of(const Outcome& o, metric::Real bytes) {
+  const auto v = o.get(bytes);
   return v && *v > 0 ? format_bytes(*v) : std::string();
 }
 
 namespace {
 // Below 1% the share rounds to "0%", which says nothing.
 std::optional<double> shown_gpu_busy(const Outcome& o) {
-  const auto b = o.metric(metric::foreign_gpu_busy);
+  const auto b = o.get(metric::foreign_gpu_busy);
   return b && *b >= 0.01 ? b : std::nullopt;
 }
 }  // namespace

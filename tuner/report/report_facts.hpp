@@ -42,7 +42,7 @@ std::string knob_effect(const JournalStudy& s, std::size_t dim);
 std::string format_rate(double samples_per_s);
 
 // A trial's memory figure ("1.5GiB"), or empty.
-std::string memory_of(const Outcome& o, const char* metric);
+std::string memory_of(const Outcome& o, metric::Real bytes);
 
 // Other processes' share of the GPU's SM time while trials ran
 // (foreign_gpu_busy), from 1%: "other processes used 35% of the GPU's SM

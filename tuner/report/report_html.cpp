@@ -167,16 +167,16 @@ std::string trials_panel(const JournalStudy& s) {
       const Outcome& o = *j.outcome;
       row.push_back(cell(to_string(o.status), std::nullopt, status_cell_class(o.status)));
       row.push_back(o.ok() ? cell(fmt::format("{:.1f}", o.throughput), o.throughput) : cell("", -1.0));
-      row.push_back(cell(memory_of(o, "vram_bytes"), o.vram_bytes().value_or(0)));
-      row.push_back(cell(memory_of(o, "ram_bytes"), o.ram_bytes().value_or(0)));
+      row.push_back(cell(memory_of(o, metric::vram_bytes), o.vram_bytes().value_or(0)));
+      row.push_back(cell(memory_of(o, metric::ram_bytes), o.ram_bytes().value_or(0)));
       row.push_back(cell(fmt::format("{:.1f}", o.seconds), o.seconds));
       row.push_back(cell(fmt::format("{:.0f}", j.finish_time), j.finish_time));
       if (!o.ok()) note += (note.empty() ? "" : "; ") + o.reason.substr(0, 200);
       if (o.raced()) note += (note.empty() ? "" : "; ") + std::string("raced: stopped early, surely below the bar");
-      if (const auto f = o.metric(metric::foreign_cores); f && *f >= metric::kBusyCores)
+      if (const auto f = o.get(metric::foreign_cores); f && *f >= metric::kBusyCores)
         note += (note.empty() ? "" : "; ") + fmt::format("other processes used {:.1f} cores meanwhile", *f);
       if (const std::string gpu = foreign_gpu_busy_note(o); !gpu.empty()) note += (note.empty() ? "" : "; ") + gpu;
-      if (const auto d = o.metric(metric::drift); d && *d != 1.0)
+      if (const auto d = o.get(metric::drift); d && *d != 1.0)
         note += (note.empty() ? "" : "; ") + fmt::format("read x{:.2f} against the control measured nearest it", *d);
       row.push_back(cell(note, std::nullopt, "reason"));
     }

@@ -58,9 +58,10 @@ std::string trials_table(const JournalStudy& s) {
       const Outcome& o = *t->outcome;
       row.insert(row.end(), {std::string(to_string(o.status)) + (o.raced() ? " (raced)" : ""),
                              o.ok() ? fmt::format("{:.1f}", o.throughput) : "",
-                             memory_of(o, "vram_bytes"), memory_of(o, "ram_bytes"), fmt::format("{:.1f}", o.seconds),
+                             memory_of(o, metric::vram_bytes), memory_of(o, metric::ram_bytes),
+                             fmt::format("{:.1f}", o.seconds),
                              // cores other processes used meanwhile (tuner/run/machine_load.hpp)
-                             o.metric(metric::foreign_cores) ? fmt::format("{:.1f}", *o.metric(metric::foreign_cores)) : ""});
+                             o.get(metric::foreign_cores) ? fmt::format("{:.1f}", *o.get(metric::foreign_cores)) : ""});
     }
     rows.push_back(std::move(row));
   }

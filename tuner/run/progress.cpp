@@ -32,7 +32,7 @@ void Progress::trial(const TrialRecord& t, const std::optional<double>& best, do
   if (!m_out) return;
   std::string what = figure(t.outcome);
   if (t.outcome.raced()) what += fmt::format(" (raced, {:.1f}s)", t.outcome.seconds);
-  if (t.outcome.ok() && t.outcome.metric(metric::stopped_after_result).value_or(0) > 0)
+  if (t.outcome.ok() && t.outcome.has(metric::stopped_after_result))
     what += " (gave its result but did not exit: stopped, result kept)";
   std::string eta;
   if (m_budget > 0 && done > 0 && done < m_budget) eta = "  eta " + format_duration(elapsed / done * (m_budget - done));

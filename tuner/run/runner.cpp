@@ -109,13 +109,13 @@ class ProcessRunner final : public TrialRunner {
     const ExternalRun run = worker->run(cmd, ctx.env, opt);
     const bool fresh = !alive || run.worker_replaced;
     Outcome o = with_run_facts(interpret(run), run);
-    if (fresh && run.spawn_error.empty()) o.metrics[metric::worker_started] = 1;
+    if (fresh && run.spawn_error.empty()) o.set(metric::worker_started, true);
     // The script never entered trials(): a good trial's worker exits by
     // itself; a failed one's never said it entered (a script that writes no
     // result at all is told so too, not only one that measures itself).
     const bool ended_by_itself = run.spawn_error.empty() && !run.timed_out && !run.cancelled;
     if (fresh && !run.worker_kept && ended_by_itself && (o.ok() || (says_entered && !run.worker_entered)))
-      o.metrics[metric::warm_ran_cold] = 1;
+      o.set(metric::warm_ran_cold, true);
     if (!o.ok()) worker->stop();
     return o;
   }

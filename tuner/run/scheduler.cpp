@@ -40,7 +40,7 @@ TrialContext make_trial_context(const TrialSettings& s, int trial, std::uint64_t
 }
 
 Outcome apply_limits(Outcome o, const Limits& limits) {
-  judge_limits(o, limits, o.metric(metric::vram_bytes), o.metric(metric::ram_bytes));
+  judge_limits(o, limits, o.get(metric::vram_bytes), o.get(metric::ram_bytes));
   return o;
 }
 
@@ -61,10 +61,10 @@ Outcome combine_repeats(std::vector<Outcome> runs) {
   const std::size_t n = runs.size();
   Outcome m = runs[(n - 1) / 2];  // the lower middle run for an even count: a run that happened
   m.throughput = n % 2 ? m.throughput : 0.5 * (runs[n / 2 - 1].throughput + runs[n / 2].throughput);
-  m.metrics[metric::throughput_rsd] = mean > 0 ? sd / mean : 0.0;
-  m.metrics[metric::repeats] = static_cast<double>(n);
-  if (peak_ram > 0) m.metrics[metric::ram_bytes] = peak_ram;
-  if (peak_vram > 0) m.metrics[metric::vram_bytes] = peak_vram;
+  m.set(metric::throughput_rsd, mean > 0 ? sd / mean : 0.0);
+  m.set(metric::repeats, n);
+  if (peak_ram > 0) m.set(metric::ram_bytes, peak_ram);
+  if (peak_vram > 0) m.set(metric::vram_bytes, peak_vram);
   return m;
 }
 
@@ -145,7 +145,7 @@ std::optional<Scheduler::Done> Scheduler::wait_any(std::chrono::milliseconds wai
     }
     o.seconds = t.seconds;
     if (const auto foreign = t.load_from.valid ? foreign_cores(t.load_from, take_load_snapshot()) : std::nullopt)
-      o.metrics[metric::foreign_cores] = *foreign;
+      o.set(metric::foreign_cores, *foreign);
     if (m_settings.watch_gpus) {
       // The trial's devices: its slot's, else autotune's own view.
       std::string devices;
@@ -154,12 +154,12 @@ std::optional<Scheduler::Done> Scheduler::wait_any(std::chrono::milliseconds wai
       if (const auto snapshot = gpu_snapshot()) {
         const GpuOthers then = t.gpus_from ? foreign_gpu_use(*t.gpus_from, devices) : GpuOthers{};
         const GpuOthers now = foreign_gpu_use(*snapshot, devices);
-        o.metrics[metric::foreign_gpu_processes] = std::max(then.processes, now.processes);
-        o.metrics[metric::foreign_gpu_bytes] = std::max(then.bytes, now.bytes);
+        o.set(metric::foreign_gpu_processes, std::max(then.processes, now.processes));
+        o.set(metric::foreign_gpu_bytes, std::max(then.bytes, now.bytes));
       }
       if (m_nvml)
         if (const auto busy = m_nvml->foreign_busy(devices, t.started_us))
-          o.metrics[metric::foreign_gpu_busy] = *busy;
+          o.set(metric::foreign_gpu_busy, *busy);
     }
     Done d{run->ticket, std::move(t.config), apply_limits(std::move(o), m_settings.limits)};
     m_trials.erase(it);

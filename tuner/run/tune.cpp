@@ -172,10 +172,10 @@ class TuningRun final : public TrialSource, public TrialObserver {
     // with, the bar is lowered by the share of the cores the load takes,
     // and with (almost) no core left the trial is measured in full.
     std::optional<double> bar_load;
-    if (const TrialRecord* bar = best_full_trial(m_study.trials)) bar_load = bar->outcome.metric(metric::foreign_cores);
+    if (const TrialRecord* bar = best_full_trial(m_study.trials)) bar_load = bar->outcome.get(metric::foreign_cores);
     if (m_control && !m_study.controls.empty()) {
       p->stop_below /= drift_factor_now(m_study, *m_control);
-      bar_load = m_study.controls.back().outcome.metric(metric::foreign_cores);
+      bar_load = m_study.controls.back().outcome.get(metric::foreign_cores);
     }
     if (p->stop_below > 0 && load && bar_load) {
       const double cores = usable_cores();
@@ -204,7 +204,7 @@ class TuningRun final : public TrialSource, public TrialObserver {
       m_control_in_flight = false;
       m_since_control = 0;
       m_last_changed = false;
-      m_control_load = f.outcome.metric(metric::foreign_cores).value_or(m_control_load);
+      m_control_load = f.outcome.get(metric::foreign_cores).value_or(m_control_load);
       release_held();
       return;
     }
@@ -213,12 +213,12 @@ class TuningRun final : public TrialSource, public TrialObserver {
       m_control = drift_control_config(m_study, m_spec.search.initial);
       if (m_control)
         for (const auto& t : m_study.trials)
-          if (t.config == *m_control) m_control_load = t.outcome.metric(metric::foreign_cores).value_or(0);
+          if (t.config == *m_control) m_control_load = t.outcome.get(metric::foreign_cores).value_or(0);
     }
     ++m_since_control;
     // A change of load counts once it held over the last two trials (one
     // trial's reading may be a burst), and at most every third trial.
-    const double load = f.outcome.metric(metric::foreign_cores).value_or(m_control_load);
+    const double load = f.outcome.get(metric::foreign_cores).value_or(m_control_load);
     const bool changed = std::abs(load - m_control_load) >= kBusyCores;
     const bool held = changed && m_last_changed;
     m_last_changed = changed;
@@ -271,7 +271,7 @@ class TuningRun final : public TrialSource, public TrialObserver {
     m_study.add(f.trial, f.proposal.config, Phase::search, f.outcome);
     if (!m_study.setup_failure) m_study.setup_failure = setup_stop(m_study.trials, m_spec.search.budget_trials);
     m_progress.trial(m_study.trials.back(), best_of(m_study.trials.back()), elapsed(), ++m_done);
-    if (f.outcome.metric(metric::warm_ran_cold).value_or(0) > 0 && !m_said_cold) {
+    if (f.outcome.has(metric::warm_ran_cold) && !m_said_cold) {
       m_said_cold = true;
       m_progress.say("warm: true, but the script never entered autotune_trial.trials(): each trial starts it "
                      "anew (cold)");
@@ -303,9 +303,9 @@ class TuningRun final : public TrialSource, public TrialObserver {
     if (m_control) {
       apply_drift_control(m_study, *m_control);
       for (const auto& t : m_study.trials)
-        if (t.config == *m_control) m_control_load = t.outcome.metric(metric::foreign_cores).value_or(0);
+        if (t.config == *m_control) m_control_load = t.outcome.get(metric::foreign_cores).value_or(0);
       if (!m_study.controls.empty())
-        m_control_load = m_study.controls.back().outcome.metric(metric::foreign_cores).value_or(m_control_load);
+        m_control_load = m_study.controls.back().outcome.get(metric::foreign_cores).value_or(m_control_load);
     }
     for (const auto& t : m_study.trials) m_strategy->tell(t.config, t.outcome);
     return r.next_trial;
@@ -320,7 +320,7 @@ class TuningRun final : public TrialSource, public TrialObserver {
     if (!f || since < 0.5) {
       std::optional<double> last;  // too soon: what the last trial read
       for (const auto& t : m_study.trials)
-        if (auto x = t.outcome.metric(metric::foreign_cores)) last = x;
+        if (auto x = t.outcome.get(metric::foreign_cores)) last = x;
       if (last) return last;
       // Before the first trial: a short look.
       std::this_thread::sleep_for(std::chrono::duration<double>(0.5 - std::max(0.0, since)));

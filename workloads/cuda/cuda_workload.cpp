@@ -103,7 +103,7 @@ std::optional<Outcome> over_vram_budget(const VramPlan& p) {
                                                         "limit {}",
                                                         format_bytes(p.estimate), format_bytes(p.context_bytes),
                                                         format_bytes(p.limit)));
-  o.metrics[metric::vram_estimate_bytes] = p.estimate + p.context_bytes;
+  o.set(metric::vram_estimate_bytes, p.estimate + p.context_bytes);
   return o;
 }
 
@@ -189,21 +189,20 @@ class CudaWorkload final : public Workload {
     Outcome o = measured_outcome(steps, ctx, ram_baseline, trainer.loss());
     if (!o.ok()) return o;
     const std::int64_t samples_per_step = k.loader.batch_size * k.grad_accum;
-    o.metrics[metric::gpu_busy] =
-        gpu_busy_fraction(trainer.step_device_seconds(), steps.r.throughput, samples_per_step);
-    o.metrics[metric::step_device_seconds] = trainer.step_device_seconds();
-    o.metrics[metric::gate_timeouts] = gate.timeouts();
-    o.metrics[metric::vram_bytes] = peak_used;
-    o.metrics[metric::vram_own_bytes] = arena.peak();
-    o.metrics[metric::vram_context_bytes] = vram.context_bytes;
-    o.metrics[metric::vram_estimate_bytes] = vram.estimate + vram.context_bytes;
-    o.metrics[metric::gemm_tflops] = gemm_tflops;
-    o.metrics[metric::model_tflops] = shape.flops_per_sample() * steps.r.throughput / 1e12;
+    o.set(metric::gpu_busy, gpu_busy_fraction(trainer.step_device_seconds(), steps.r.throughput, samples_per_step));
+    o.set(metric::step_device_seconds, trainer.step_device_seconds());
+    o.set(metric::gate_timeouts, gate.timeouts());
+    o.set(metric::vram_bytes, peak_used);
+    o.set(metric::vram_own_bytes, arena.peak());
+    o.set(metric::vram_context_bytes, vram.context_bytes);
+    o.set(metric::vram_estimate_bytes, vram.estimate + vram.context_bytes);
+    o.set(metric::gemm_tflops, gemm_tflops);
+    o.set(metric::model_tflops, shape.flops_per_sample() * steps.r.throughput / 1e12);
     if (*precision == Precision::fp16) {
-      o.metrics[metric::skipped_steps] = static_cast<double>(trainer.last().skipped_steps);
-      o.metrics[metric::loss_scale] = trainer.last().loss_scale;
+      o.set(metric::skipped_steps, trainer.last().skipped_steps);
+      o.set(metric::loss_scale, trainer.last().loss_scale);
     }
-    judge_trial_end(o, TrialEnd{trainer.loss(), peak_used, vram.limit, o.metrics[metric::ram_bytes], ram_limit});
+    judge_trial_end(o, TrialEnd{trainer.loss(), peak_used, vram.limit, o.ram_bytes().value_or(0), ram_limit});
     return o;
   }
 

@@ -119,8 +119,8 @@ TEST_F(ConfirmRun, TheSteadyConfigurationWinsOnTheMeanAndEverythingIsJournaled) 
   EXPECT_EQ(batch(s, r.best), 64);
   ASSERT_TRUE(r.best_outcome);
   EXPECT_DOUBLE_EQ(r.best_outcome->throughput, 900);
-  EXPECT_EQ(r.best_outcome->metric("throughput_search"), 900.0);
-  EXPECT_EQ(r.best_outcome->metric("throughput_mean"), 900.0);
+  EXPECT_EQ(r.best_outcome->get(metric::throughput_search), 900.0);
+  EXPECT_EQ(r.best_outcome->get(metric::throughput_mean), 900.0);
 
   const JournalContents j = read_journal(s.output.journal);
   ASSERT_EQ(j.trials.size(), 6u);
@@ -174,8 +174,8 @@ TEST_F(ConfirmRun, AConfigurationThatFailsWhenRunAgainIsNotChosen) {
   EXPECT_EQ(batch(s, r.best), 128);  // mean 750, the only one that held up
   // Reported as measured again, not as the lucky first run or the mean.
   EXPECT_DOUBLE_EQ(r.best_outcome->throughput, 500);
-  EXPECT_EQ(r.best_outcome->metric("throughput_search"), 1000.0);
-  EXPECT_EQ(r.best_outcome->metric("throughput_mean"), 750.0);
+  EXPECT_EQ(r.best_outcome->get(metric::throughput_search), 1000.0);
+  EXPECT_EQ(r.best_outcome->get(metric::throughput_mean), 750.0);
 }
 
 TEST_F(ConfirmRun, WhenEveryCandidateFailsAgainTheFastestUnrefutedOneIsTheAnswer) {

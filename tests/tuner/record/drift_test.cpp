@@ -14,7 +14,7 @@ TrialRecord record(int trial, Config c, double throughput, double foreign) {
   Outcome o;
   o.status = Status::ok;
   o.throughput = throughput;
-  o.metrics[metric::foreign_cores] = foreign;
+  o.set(metric::foreign_cores, foreign);
   return {trial, std::move(c), o, false};
 }
 
@@ -31,8 +31,8 @@ TEST(Drift, AControlThatReadsLowerUnderMoreLoadLiftsTheTrialsNearIt) {
   Study s = study(0.0, 1.0);
   apply_drift_control(s, {0});
   EXPECT_DOUBLE_EQ(s.trials[1].outcome.throughput, 180);
-  EXPECT_DOUBLE_EQ(*s.trials[1].outcome.metric(metric::throughput_measured), 90);
-  EXPECT_DOUBLE_EQ(*s.trials[1].outcome.metric(metric::drift), 2.0);
+  EXPECT_DOUBLE_EQ(*s.trials[1].outcome.get(metric::throughput_measured), 90);
+  EXPECT_DOUBLE_EQ(*s.trials[1].outcome.get(metric::drift), 2.0);
   EXPECT_DOUBLE_EQ(drift_factor_now(s, {0}), 2.0);
 }
 
@@ -40,7 +40,7 @@ TEST(Drift, TwoControlFiguresUnderTheSameLoadAreScatterNotDrift) {
   Study s = study(0.2, 0.4);
   apply_drift_control(s, {0});
   EXPECT_DOUBLE_EQ(s.trials[1].outcome.throughput, 90);
-  EXPECT_DOUBLE_EQ(*s.trials[1].outcome.metric(metric::drift), 1.0);
+  EXPECT_DOUBLE_EQ(*s.trials[1].outcome.get(metric::drift), 1.0);
   EXPECT_DOUBLE_EQ(drift_factor_now(s, {0}), 1.0);
   EXPECT_DOUBLE_EQ(largest_drift(s), 0.0);
 }

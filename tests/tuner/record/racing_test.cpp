@@ -14,8 +14,8 @@ namespace {
 
 Outcome measured(double tp, double rsd, bool raced = false) {
   Outcome o = Outcome::success(tp);
-  o.metrics["throughput_rsd"] = rsd;
-  if (raced) o.metrics["raced"] = 1;
+  o.set(metric::throughput_rsd, rsd);
+  if (raced) o.set(metric::raced, true);
   return o;
 }
 
@@ -47,12 +47,12 @@ TEST(Racing, AMeasurementsWindowsSupportTheLowerBoundOfTheirMean) {
   // 5 windows 7% apart support their mean's 95% lower bound, t(4) = 2.132:
   // 100 x (1 - 2.132 x 0.07 / sqrt(5)).
   Outcome o = measured(100, 0.07);
-  o.metrics["windows"] = 12;  // the throughput averages the last 5
+  o.set(metric::windows, 12);  // the throughput averages the last 5
   EXPECT_NEAR(supported_throughput(o), 100 * (1 - 2.132 * 0.07 / std::sqrt(5.0)), 1e-9);
   // A job that averages its last 3 windows (autotune_trial with rsd_windows=3) says so: t(2) = 2.920.
-  o.metrics["mean_windows"] = 3;
+  o.set(metric::mean_windows, 3);
   EXPECT_NEAR(supported_throughput(o), 100 * (1 - 2.920 * 0.07 / std::sqrt(3.0)), 1e-9);
-  o.metrics["repeats"] = 3;  // a spread across repeats: no window count behind it
+  o.set(metric::repeats, 3);  // a spread across repeats: no window count behind it
   EXPECT_DOUBLE_EQ(supported_throughput(o), 100 * (1 - 2 * 0.07));
 }
 
@@ -71,7 +71,7 @@ TEST(Racing, ANoisyIncumbentSupportsMoreThanItsTrueRateAtMostOneTimeInTwenty) {
     for (double& r : rates) r = 100 * (1 + z(rng));
     const double mean = (rates[0] + rates[1] + rates[2] + rates[3] + rates[4]) / 5;
     Outcome o = measured(mean, relative_spread(rates, 5));
-    o.metrics["windows"] = 5;
+    o.set(metric::windows, 5);
     if (supported_throughput(o) > 100) ++above;
   }
   EXPECT_LE(above, static_cast<int>(0.056 * draws));
@@ -106,10 +106,10 @@ TEST(Racing, AnIncumbentThatSettledEarlySupportsMoreThanItsTrueRateAtMostOneTime
       double mean = 0;
       for (std::size_t k = 0; k < m; ++k) mean += last[k] / static_cast<double>(m);
       Outcome o = measured(mean, relative_spread(last, m));
-      o.metrics["windows"] = static_cast<double>(rates.size());
-      o.metrics["mean_windows"] = static_cast<double>(m);
+      o.set(metric::windows, rates.size());
+      o.set(metric::mean_windows, m);
       if (settled && rates.size() < 5) {
-        o.metrics["settled_early"] = 1;
+        o.set(metric::settled_early, true);
         ++early;
       }
       if (supported_throughput(o) > 100) ++above;

@@ -15,7 +15,7 @@ TrialRecord trial(int n, std::optional<double> busy) {
   TrialRecord t;
   t.trial = n;
   t.outcome = Outcome::success(100);
-  if (busy) t.outcome.metrics[metric::foreign_gpu_busy] = *busy;
+  if (busy) t.outcome.set(metric::foreign_gpu_busy, *busy);
   return t;
 }
 

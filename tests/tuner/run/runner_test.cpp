@@ -80,7 +80,7 @@ std::unique_ptr<Workload> make_command(const std::string& command) {
 TEST(ProcessExecutor, ReturnsTheChildsOutcome) {
   LambdaWorkload w([](const TrialContext& c) {
     Outcome o = Outcome::success(100 + static_cast<double>(c.trial));
-    o.metrics["vram_bytes"] = 123;
+    o.set(metric::vram_bytes, 123);
     o.labels["node"] = "here";
     return o;
   });
@@ -88,9 +88,9 @@ TEST(ProcessExecutor, ReturnsTheChildsOutcome) {
   Outcome o = exec->run(cfg(), ctx_with(5));
   ASSERT_EQ(o.status, Status::ok) << o.reason;
   EXPECT_DOUBLE_EQ(o.throughput, 101);
-  EXPECT_DOUBLE_EQ(o.metric("vram_bytes").value_or(0), 123);
+  EXPECT_DOUBLE_EQ(o.get(metric::vram_bytes).value_or(0), 123);
   EXPECT_EQ(o.labels["node"], "here");
-  EXPECT_GT(o.metric("ram_bytes").value_or(0), 0);
+  EXPECT_GT(o.get(metric::ram_bytes).value_or(0), 0);
   EXPECT_GT(o.seconds, 0);
 }
 
@@ -162,7 +162,7 @@ TEST(ProcessExecutor, MeasuresRamAndEnforcesTheLimit) {
   auto exec = make_process_executor(w, 1);
   Outcome o = exec->run(cfg(), ctx_with(10));
   ASSERT_EQ(o.status, Status::ok) << o.reason;
-  EXPECT_GE(o.metric("ram_bytes").value_or(0), 150e6);
+  EXPECT_GE(o.get(metric::ram_bytes).value_or(0), 150e6);
 
   TrialContext limited = ctx_with(10);
   limited.limits.ram_bytes = 100e6;
@@ -188,7 +188,7 @@ TEST(ProcessExecutor, RepeatsKeepTheMedian) {
   ASSERT_EQ(o.status, Status::ok) << o.reason;
   EXPECT_DOUBLE_EQ(o.throughput, 20);
   EXPECT_DOUBLE_EQ(o.metric("tag").value_or(0), 20) << "metrics of the median run";
-  EXPECT_NEAR(o.metric("throughput_rsd").value_or(0), 10.0 / 20.0, 1e-9);
+  EXPECT_NEAR(o.get(metric::throughput_rsd).value_or(0), 10.0 / 20.0, 1e-9);
 }
 
 TEST(ProcessExecutor, FirstFailingRepeatEndsTheRepeats) {
@@ -233,7 +233,7 @@ TEST(ProcessExecutor, CommandRamLimitIsInvalid) {
   c.limits.ram_bytes = 100e6;
   Outcome o = make_process_executor(*w, 1)->run(cfg(), c);
   EXPECT_EQ(o.status, Status::invalid) << o.reason;
-  EXPECT_GE(o.metric("ram_bytes").value_or(0), 150e6);
+  EXPECT_GE(o.get(metric::ram_bytes).value_or(0), 150e6);
 }
 
 TEST(ProcessExecutor, SlotEnvironmentAndLogs) {
@@ -291,8 +291,8 @@ TEST(InlineExecutor, RepeatsWithRsd) {
   Outcome o = make_inline_executor(w, 4)->run(cfg(), ctx_with(5));
   ASSERT_EQ(o.status, Status::ok);
   EXPECT_DOUBLE_EQ(o.throughput, 25);
-  EXPECT_DOUBLE_EQ(o.metric("repeats").value_or(0), 4);
-  EXPECT_GT(o.metric("throughput_rsd").value_or(0), 0.4);
+  EXPECT_EQ(o.get(metric::repeats).value_or(0), 4);
+  EXPECT_GT(o.get(metric::throughput_rsd).value_or(0), 0.4);
 }
 
 }  // namespace

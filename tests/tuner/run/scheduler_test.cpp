@@ -61,7 +61,7 @@ TEST(Scheduler, RepeatsRunAroundTheExecutorWithAFreshSeedEachAndTheMedianKept) {
   ASSERT_EQ(done.size(), 2u);
   EXPECT_DOUBLE_EQ(done[1].throughput, 12) << "median of 11, 12, 13";
   EXPECT_DOUBLE_EQ(done[2].throughput, 22);
-  EXPECT_DOUBLE_EQ(done[1].metric("repeats").value_or(0), 3);
+  EXPECT_EQ(done[1].get(metric::repeats).value_or(0), 3);
   EXPECT_EQ(seeds[1].size(), 3u) << "each repeat its own seed";
   EXPECT_EQ(done[1].labels.count("slot"), 1u) << "two slots: the slot is recorded";
 }
@@ -69,7 +69,7 @@ TEST(Scheduler, RepeatsRunAroundTheExecutorWithAFreshSeedEachAndTheMedianKept) {
 TEST(Scheduler, LimitsAreAppliedOnceToTheTrialsOutcome) {
   auto pool = make_local_executor([](const Assignment&, const TrialContext&) {
     Outcome o = Outcome::success(5);
-    o.metrics["ram_bytes"] = 3e9;
+    o.set(metric::ram_bytes, 3e9);
     return o;
   });
   TrialSettings s;
@@ -123,11 +123,11 @@ TEST(Scheduler, OtherProcessesOnTheTrialsGpuAndTheirShareOfItsTimeAreRecordedPer
   sch.submit(2, cfg(2));
   const Outcome on1 = sch.wait_next().outcome;
   ::unsetenv("AUTOTUNE_NVML_LIBRARY");
-  EXPECT_DOUBLE_EQ(on0.metric(metric::foreign_gpu_processes).value_or(-1), 1);
-  EXPECT_DOUBLE_EQ(on0.metric(metric::foreign_gpu_bytes).value_or(-1), 1024.0 * 1024 * 1024);
-  EXPECT_NEAR(on0.metric(metric::foreign_gpu_busy).value_or(-1), 0.40, 1e-9);
-  EXPECT_DOUBLE_EQ(on1.metric(metric::foreign_gpu_processes).value_or(-1), 0);
-  EXPECT_NEAR(on1.metric(metric::foreign_gpu_busy).value_or(-1), 0.0, 1e-9);
+  EXPECT_EQ(on0.get(metric::foreign_gpu_processes).value_or(-1), 1);
+  EXPECT_DOUBLE_EQ(on0.get(metric::foreign_gpu_bytes).value_or(-1), 1024.0 * 1024 * 1024);
+  EXPECT_NEAR(on0.get(metric::foreign_gpu_busy).value_or(-1), 0.40, 1e-9);
+  EXPECT_EQ(on1.get(metric::foreign_gpu_processes).value_or(-1), 0);
+  EXPECT_NEAR(on1.get(metric::foreign_gpu_busy).value_or(-1), 0.0, 1e-9);
 }
 
 // Without NVML the busy share is not made up: nvidia-smi, where it runs,
@@ -142,7 +142,7 @@ TEST(Scheduler, WithoutNvmlNoTrialHasABusyShare) {
   const Outcome o = sch.wait_next().outcome;
   ::unsetenv("AUTOTUNE_NVML_LIBRARY");
   EXPECT_TRUE(o.ok());
-  EXPECT_FALSE(o.metric(metric::foreign_gpu_busy));
+  EXPECT_FALSE(o.get(metric::foreign_gpu_busy));
 }
 
 TEST(Scheduler, StopAllStopsRunningTrialProcessesAndForgetsThem) {

@@ -53,10 +53,10 @@ TEST_F(SameTraining, ATieAnswersWithTheBaselinesKnobs) {
 
 // Within the noise (the windows' spread), not only exact ties.
 TEST_F(SameTraining, MeasurementsWithinTheirNoiseAreTiesAndBeyondItAreNot) {
-  auto m = [](double t, double rsd, double windows) {
+  auto m = [](double t, double rsd, int windows) {
     Outcome o = Outcome::success(t);
-    o.metrics["throughput_rsd"] = rsd;
-    o.metrics["mean_windows"] = windows;
+    o.set(metric::throughput_rsd, rsd);
+    o.set(metric::mean_windows, windows);
     return o;
   };
   // 2% spread over 4 windows: a standard error of 1% each, 1.4% for the difference.
@@ -158,8 +158,8 @@ TEST(TrainingChange, SaysWhatTheAnswerChangesOfTheTraining) {
 // A measurement with a 2% spread over 5 windows: within_noise's figures.
 Outcome outcome(double t) {
   Outcome o = Outcome::success(t);
-  o.metrics["throughput_rsd"] = 0.02;
-  o.metrics["mean_windows"] = 5;
+  o.set(metric::throughput_rsd, 0.02);
+  o.set(metric::mean_windows, 5);
   return o;
 }
 

@@ -83,7 +83,7 @@ TEST_F(TuneTest, StartRecordsSayWhatEachTrialWasProposedAs) {
 
 TEST_F(TuneTest, MeasuredLimitsTurnOkIntoInvalid) {
   Outcome o = Outcome::success(100);
-  o.metrics["ram_bytes"] = 5e9;
+  o.set(metric::ram_bytes, 5e9);
   Limits l;
   l.ram_bytes = 4e9;
   Outcome v = apply_limits(o, l);
@@ -291,7 +291,7 @@ TEST_F(TuneTest, TrialsGetTheRaceBarAfterTheFirstFullMeasurement) {
     // A stand-in harness: a trial under its bar is raced, and reports a
     // flattering figure that must not make it the answer.
     if (o.ok() && ctx.stop_below > 0 && o.throughput < ctx.stop_below) {
-      o.metrics["raced"] = 1;
+      o.set(metric::raced, true);
       o.throughput = ctx.stop_below * 3;
     }
     return o;
@@ -302,9 +302,9 @@ TEST_F(TuneTest, TrialsGetTheRaceBarAfterTheFirstFullMeasurement) {
   EXPECT_EQ(bars.front(), 0) << "the baseline is measured in full";
   EXPECT_GT(*std::max_element(bars.begin(), bars.end()), 0);
   ASSERT_TRUE(r.best_outcome);
-  EXPECT_EQ(r.best_outcome->metric("raced"), std::nullopt) << "a raced trial is never the answer";
+  EXPECT_EQ(r.best_outcome->get(metric::raced), std::nullopt) << "a raced trial is never the answer";
   int raced = 0;
-  for (const auto& t : r.trials) raced += t.outcome.metric("raced").has_value();
+  for (const auto& t : r.trials) raced += t.outcome.get(metric::raced).has_value();
   EXPECT_GT(raced, 0);
 }
 
