@@ -330,6 +330,7 @@ Outcome CommandWorkload::measure(const Assignment& config, const TrialContext& c
 WorkloadInfo command_workload_info() {
   WorkloadInfo info;
   info.kind = "command";
+  info.remeasure_pairs = 6;  // a user's own job: the printed speedup is the pairs'
   info.summary = "your own training script, one process per trial; prints or writes a JSON result";
   info.options = {
       {"command", OptionType::string, std::nullopt,

@@ -288,6 +288,8 @@ WorkloadInfo cpu_workload_info() {
   using I = std::int64_t;
   WorkloadInfo info;
   info.kind = "cpu";
+  info.builtin_worker = true;
+  info.precisions = {"fp32"};
   info.summary = "the harness's loader and an MLP trained with Eigen in fp32: real threads, compute and memory";
   info.options = {
       {"threads", OptionType::integer, OptionValue{I{1}},

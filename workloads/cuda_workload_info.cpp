@@ -111,6 +111,7 @@ WorkloadInfo cuda_workload_info() {
   using I = std::int64_t;
   WorkloadInfo info;
   info.kind = "cuda";
+  info.builtin_worker = true;
   info.summary = "the harness's loader and an MLP trained with cuBLAS on the GPU (fp32, tf32, fp16, bf16)";
   info.options = {
       {"device", OptionType::integer, OptionValue{I{0}}, "CUDA device index (after CUDA_VISIBLE_DEVICES)", {}, 0.0,

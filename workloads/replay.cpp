@@ -164,6 +164,7 @@ class ReplayWorkload final : public Workload {
 WorkloadInfo replay_workload_info() {
   WorkloadInfo info;
   info.kind = "replay";
+  info.simulated = true;
   info.summary = "replays a CSV of recorded measurements (from `autotune sweep`), optionally with noise";
   info.options = {
       {"file", OptionType::path, std::nullopt, "the CSV table"},

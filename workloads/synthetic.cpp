@@ -148,6 +148,7 @@ WorkloadInfo synthetic_workload_info() {
   for (const auto& p : synthetic_profiles()) names.push_back(p.name);
   WorkloadInfo info;
   info.kind = "synthetic";
+  info.simulated = true;
   info.summary = "analytic pipeline model with noise, for tests and strategy studies";
   info.options = {
       {"profile", OptionType::string, OptionValue{std::string("balanced")}, "landscape shape", names},

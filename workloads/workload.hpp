@@ -112,6 +112,19 @@ struct WorkloadInfo {
   std::string summary;
   std::vector<OptionSpec> options;
   std::function<std::unique_ptr<Workload>(const Options&, const WorkloadEnv&)> make;
+  // What the tuner asks of the kind beyond its options, declared here so
+  // that no code elsewhere names a kind:
+  // its figures are computed, not timed: the machine's other work does not
+  // move them, so none is watched (no machine: line, drift control, waits);
+  bool simulated = false;
+  // search.remeasure's default: side-by-side pairs of the baseline and the
+  // answer after the search;
+  int remeasure_pairs = 0;
+  // with warm: true, a worker process of autotune's own (`autotune
+  // __worker`) serves its trials;
+  bool builtin_worker = false;
+  // the `precision` values it measures (empty: any); validate warns of others.
+  std::vector<std::string> precisions;
 };
 
 // Every workload kind built into this binary, in a stable order.

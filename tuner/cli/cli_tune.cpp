@@ -7,9 +7,11 @@
 #include <iostream>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "core/metric_names.hpp"
 #include "core/text.hpp"
+#include "search/strategy.hpp"
 #include "tuner/cli/cli.hpp"
 #include "tuner/cli/cli_commands.hpp"
 #include "tuner/cli/cli_common.hpp"
@@ -314,7 +316,8 @@ bool outputs_writable(const Spec& spec, const std::optional<std::string>& report
 std::function<int()> add_tune_options(CLI::App& app) {
   auto args = std::make_shared<TuneArgs>();
   app.add_option("config,--config,-c", args->config, "the space.yaml to tune (default: the embedded default)");
-  app.add_option("--strategy", args->overrides.strategy, "override search.strategy (bo, anneal, random, grid, heuristic)");
+  app.add_option("--strategy", args->overrides.strategy,
+                 fmt::format("override search.strategy ({})", fmt::join(strategy_names(), ", ")));
   app.add_option("--budget", args->overrides.budget, "override the budget: trials (40) or time (10m)");
   app.add_option("--seed", args->overrides.seed, "override search.seed (a non-negative integer)");
   app.add_option("--out,-o", args->overrides.out, "where to write tuned.yaml (the journal goes beside it)");

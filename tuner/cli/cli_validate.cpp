@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "workloads/workload.hpp"
 #include "core/knobs.hpp"
 #include "core/text.hpp"
 #include "tuner/cli/cli.hpp"
@@ -127,11 +128,12 @@ std::function<int()> add_validate_command(CLI::App& app) {
       std::cout << fmt::format("  {:<16} {:>3} values, {:<11} [{}]  memory: {}\n", p.name, p.values.size(),
                                std::string(to_string(p.scale)), vals, std::string(to_string(memory[d].use)));
     }
-    if (s.workload.kind == "cpu")
+    if (const WorkloadInfo* kind = find_workload(s.workload.kind); kind && !kind->precisions.empty())
       if (auto d = s.space.index_of("precision"))
         for (const auto& v : s.space.param(*d).values)
-          if (to_string(v) != "fp32")
-            std::cout << "warning: the cpu workload measures fp32 only; precision " << to_string(v)
+          if (std::find(kind->precisions.begin(), kind->precisions.end(), to_string(v)) == kind->precisions.end())
+            std::cout << "warning: the " << kind->kind << " workload measures "
+                      << fmt::format("{}", fmt::join(kind->precisions, ", ")) << " only; precision " << to_string(v)
                       << " gives `error` trials\n";
     std::cout << fmt::format("size: {:.0f} configurations before rules\n", s.space.cardinality());
     for (const auto& r : s.space.rules().rules()) std::cout << "rule: " << r << "\n";

@@ -22,12 +22,11 @@ constexpr std::size_t kTrialRowsShown = 40;  // the fastest ones, with every fai
 std::string improvements(const JournalStudy& s) {
   std::string out;
   double best = 0;
-  int n = 0;
+  // Each new best with its trial's own number, as the trial table shows it.
   for (const JournalTrial* t : finished_search_trials(s.journal)) {
-    ++n;
     if (t->outcome->ok() && t->outcome->throughput > best) {
       best = t->outcome->throughput;
-      out += fmt::format("{}{} (trial {})", out.empty() ? "" : " -> ", format_rate(best), n);
+      out += fmt::format("{}{} (trial {})", out.empty() ? "" : " -> ", format_rate(best), t->trial);
     }
   }
   return out.empty() ? "no trial ran successfully" : out;

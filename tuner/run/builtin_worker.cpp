@@ -10,6 +10,7 @@
 #include "tuner/record/journal.hpp"
 #include "tuner/run/wire.hpp"
 #include "workloads/command.hpp"
+#include "workloads/workload.hpp"
 
 namespace autotune {
 namespace {
@@ -81,7 +82,8 @@ WorkerTrial trial_from_environment() {
 
 std::optional<BuiltinWorker> builtin_worker_for(const Spec& spec) {
   const auto& w = spec.workload;
-  if (w.isolation != Isolation::process || (w.kind != "cpu" && w.kind != "cuda")) return std::nullopt;
+  const WorkloadInfo* kind = find_workload(w.kind);
+  if (w.isolation != Isolation::process || !kind || !kind->builtin_worker) return std::nullopt;
   if (!w.options.has("warm") || !w.options.get_bool("warm")) return std::nullopt;
   BuiltinWorker out;
   out.program = autotune_program();

@@ -11,6 +11,7 @@
 #include "tuner/record/journal.hpp"
 #include "tuner/spec/devices.hpp"
 #include "tuner/spec/spec.hpp"
+#include "workloads/workload.hpp"
 
 namespace autotune {
 
@@ -20,7 +21,8 @@ TrialSettings trial_settings(const Spec& spec) {
   s.limits = spec.limits;
   s.repeats = std::max(1, spec.workload.repeats);
   s.seed = spec.search.seed;
-  s.watch_machine = spec.workload.kind != "synthetic" && spec.workload.kind != "replay";
+  const WorkloadInfo* kind = find_workload(spec.workload.kind);
+  s.watch_machine = !(kind && kind->simulated);
   s.watch_gpus = s.watch_machine && !probe_gpus().ids.empty();
   if (!spec.output.journal.empty())
     s.log_root = trial_log_folder(spec.output.journal);

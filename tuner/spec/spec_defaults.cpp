@@ -4,11 +4,13 @@
 #include <fmt/format.h>
 
 #include "core/machine.hpp"
+#include "workloads/workload.hpp"
 
 namespace autotune {
 
 int remeasure_rounds(const Spec& spec) {
-  return spec.search.remeasure.value_or(spec.workload.kind == "command" ? 6 : 0);
+  const WorkloadInfo* kind = find_workload(spec.workload.kind);
+  return spec.search.remeasure.value_or(kind ? kind->remeasure_pairs : 0);
 }
 
 StrategyContext strategy_context(const SearchSpace& space, std::uint64_t seed, int budget,

@@ -16,6 +16,7 @@
 #include <fmt/format.h>
 
 #include "core/machine.hpp"
+#include "search/strategy.hpp"
 #include "tests/support/test_dir.hpp"
 #include "tests/support/shell.hpp"
 #include <chrono>
@@ -127,6 +128,26 @@ TEST_F(Cli, HelpListsSubcommandsAndOverrides) {
   EXPECT_EQ(r.status, 0);
   for (const char* s : {"--config", "--strategy", "--budget", "--seed", "--out", "--resume", "validate", "sweep"})
     EXPECT_NE(r.out.find(s), std::string::npos) << s;
+  // --strategy lists the registry's strategies.
+  const std::size_t at = r.out.find("--strategy");
+  ASSERT_NE(at, std::string::npos);
+  const std::string line = r.out.substr(at, r.out.find('\n', at) - at);
+  for (const auto& name : autotune::strategy_names()) EXPECT_NE(line.find(name), std::string::npos) << name << ": " << line;
+}
+
+// A workload that measures only some precisions says so (its info declares
+// them); one that measures any says nothing.
+TEST_F(Cli, ValidateWarnsOfPrecisionsTheWorkloadDoesNotMeasure) {
+  const std::string space = "space:\n  batch_size: [16, 32]\n  precision: [fp32, bf16]\n";
+  CliRun cpu = run("validate " + write("cpu.yaml", "workload: {kind: cpu}\n" + space).string());
+  EXPECT_EQ(cpu.status, 0) << cpu.out;
+  EXPECT_NE(cpu.out.find("warning: the cpu workload measures fp32 only; precision bf16 gives `error` trials"),
+            std::string::npos)
+      << cpu.out;
+  EXPECT_EQ(cpu.out.find("precision fp32 gives"), std::string::npos) << cpu.out;
+  CliRun synthetic = run("validate " + write("synthetic.yaml", "workload: {kind: synthetic}\n" + space).string());
+  EXPECT_EQ(synthetic.status, 0) << synthetic.out;
+  EXPECT_EQ(synthetic.out.find("measures"), std::string::npos) << synthetic.out;
 }
 
 // The habits of git and cmake: the file as a positional argument, `help`,

@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <map>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -79,6 +80,27 @@ TEST_F(RunStory, InterruptResumeTwiceAndANewBudgetAreToldAsTheyHappened) {
   EXPECT_NE(r.find("finished: the trial budget (4) was spent"), std::string::npos) << r;
   EXPECT_NE(r.find("run again as trial 4"), std::string::npos) << r;
   EXPECT_EQ(r.find("NOT FINISHED"), std::string::npos) << r;
+  // The progress line names each new best by its trial's number: the
+  // figure beside "(trial N)" is trial N's in the journal (trial 3 was cut
+  // short and measured as trial 4).
+  const std::size_t progress = r.find("progress: best ");
+  ASSERT_NE(progress, std::string::npos) << r;
+  std::istringstream steps(r.substr(progress + 15, r.find('\n', progress) - progress - 15));
+  std::map<int, double> measured;
+  {
+    std::istringstream lines(read(journal));
+    for (std::string l; std::getline(lines, l);)
+      if (const auto rec = nlohmann::json::parse(l); rec["type"] == "finish" && rec["status"] == "ok")
+        measured[rec["trial"].get<int>()] = rec["throughput"].get<double>();
+  }
+  int named = 0;
+  for (std::string figure, trial, number, arrow; steps >> figure >> trial >> number; steps >> arrow) {
+    const int n = std::stoi(number);  // "3)" reads as 3
+    ASSERT_TRUE(measured.count(n)) << "trial " << n << " has no ok finish: " << r;
+    EXPECT_NEAR(std::stod(figure), measured[n], 0.5) << "trial " << n;
+    ++named;
+  }
+  EXPECT_GE(named, 1) << r;
   EXPECT_EQ(r.find("cut short"), std::string::npos) << r;
 
   resumed = run(spec.string() + " --resume");

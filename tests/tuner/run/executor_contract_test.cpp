@@ -10,6 +10,9 @@
 // cluster of the test's own (tests/slurm/cluster.sh), and skips with the
 // reason where that cannot start.
 #include <gtest/gtest.h>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -416,7 +419,8 @@ TEST(ToyExecutorKind, IsItsOwnCodeAndOneLineAndRunsTrialsThroughTheDriver) {
   auto without = load_spec_text(head + "executor: {kind: toy, lanes: 3}\n", "t.yaml", dir);
   ASSERT_FALSE(without.spec);
   EXPECT_EQ(without.errors[0].format(),
-            "t.yaml:6:18: executor.kind: expected one of local, slurm, found unknown kind 'toy'");
+            fmt::format("t.yaml:6:18: executor.kind: expected one of {}, found unknown kind 'toy'",
+                        fmt::join(executor_kind_names(executor_kinds()), ", ")));
   // With it, its options are checked as the built-in kinds' are.
   auto typo = load_spec_text(head + "executor: {kind: toy, lane: 3}\n", "t.yaml", dir, kinds_with_toy());
   ASSERT_FALSE(typo.spec);
