@@ -205,11 +205,15 @@ JournalContents read_journal(const std::filesystem::path& path) {
         out.trials.push_back({trial, assignment_from_json(rec.at("config")), std::nullopt, phase_of(rec)});
         out.trials.back().start_time = rec.value("time", 0.0);
         out.trials.back().proposed_as = rec.value("proposed_as", "");
-        if (out.trials.back().proposed_as == "rerun") {
-          // A resumed run's re-run of a trial an earlier run left unfinished:
-          // the first such one with this configuration.
+        const JournalTrial& now = out.trials.back();
+        if (now.proposed_as == "rerun" || now.phase != Phase::search) {
+          // A resumed run's re-run of a trial an earlier run left unfinished
+          // (a search trial journaled as a re-run; a measurement after the
+          // search, measured again as such): the first such one with this
+          // configuration and phase.
           for (JournalTrial& t : out.trials)
-            if (&t != &out.trials.back() && !t.outcome && !t.superseded_by && t.config == out.trials.back().config) {
+            if (&t != &now && !t.outcome && !t.superseded_by && t.cut_short && t.config == now.config &&
+                t.phase == now.phase) {
               t.superseded_by = trial;
               t.cut_short = true;
               break;

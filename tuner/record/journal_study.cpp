@@ -173,7 +173,14 @@ RunState state_of(const std::filesystem::path& path, const Spec& spec, const Jou
   RunState s;
   s.torn_last_line = j.dropped_torn_line;
   s.in_flight = r.trials_in(TrialState::running);
-  s.cut_short = r.trials_in(TrialState::cut_short);
+  // A measurement after the search that a later session did not take
+  // again (it measured what its own answer needed) is not due: a search
+  // trial cut short is, and so is the last trial started.
+  int last = 0;
+  for (const TrialEntry& e : r.log) last = std::max(last, e.trial);
+  for (const TrialEntry& e : r.log)
+    if (e.state == TrialState::cut_short && (e.phase == Phase::search || e.trial == last))
+      s.cut_short.push_back(e.trial);
   SearchSpec search = spec.search;
   // The run's own word on how it ended, with the budget then in force (a
   // resume may have changed it); an older journal's end is inferred.

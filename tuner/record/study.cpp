@@ -241,8 +241,8 @@ void Study::start(int trial, const Config& config, Phase phase, bool rerun) {
   if (rerun) {
     std::erase_if(log, [&](const TrialEntry& e) { return e.state == TrialState::pending && e.config == config; });
     for (TrialEntry& e : log)
-      if ((e.state == TrialState::running || e.state == TrialState::cut_short) && e.config == config &&
-          e.phase == phase) {
+      if (e.trial != trial && (e.state == TrialState::running || e.state == TrialState::cut_short) &&
+          e.config == config && e.phase == phase) {
         e.state = TrialState::superseded;
         e.superseded_by = trial;
         break;

@@ -85,9 +85,10 @@ struct Study {
   // started (by number), the pending ones last. The lists below hold the
   // finished ones by phase; add() files a finished trial in both.
   std::vector<TrialEntry> log;
-  // A trial started (`rerun`: it runs again a trial an earlier session left
-  // unfinished: the pending entry of its configuration takes its number,
-  // and that earlier trial is superseded by it).
+  // A trial started. `rerun`: it may run again a trial an earlier session
+  // left unfinished (a search trial's re-run; any measurement after the
+  // search): the pending entry of its configuration goes, and the first
+  // unfinished trial of its configuration and phase is superseded by it.
   void start(int trial, const Config& config, Phase phase, bool rerun = false);
   // A trial finished: its entry in the log, and its record in its phase's list.
   void add(int trial, const Config& config, Phase phase, const Outcome& outcome, bool replayed = false);

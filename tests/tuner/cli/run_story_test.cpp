@@ -275,3 +275,49 @@ TEST_F(RunStory, ARunThatConvergedIsToldAsConverged) {
 }
 
 }  // namespace
+
+namespace {
+
+// Ctrl-C during the side-by-side pairs after the search, then --resume: the
+// resumed run measures its pairs, the pair trial cut short reads "run again
+// as trial N", and the report reads finished.
+TEST_F(RunStory, AnInterruptDuringThePairsThenResumeReadsFinished) {
+  std::ofstream(m_dir / "job.sh") << "sleep 0.3\n"
+                                     "echo \"{\\\"throughput\\\": $((80 + 20 * AUTOTUNE_X))}\"\n";
+  const fs::path spec = m_dir / "space.yaml";
+  std::ofstream(spec) << "workload: {kind: command, command: \"sh " << (m_dir / "job.sh").string()
+                      << "\", timeout: 30s}\n"
+                         "space:\n  x: {values: [1, 2, 3]}\n"
+                         "search: {strategy: grid, seed: 1, initial: [{x: 1}], remeasure: 3, busy: ignore}\n"
+                         "output: {tuned: " << (m_dir / "tuned.yaml").string() << "}\n";
+  const fs::path journal = m_dir / "tuned.journal.jsonl";
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    const std::string cmd = "exec " + std::string(AUTOTUNE_BINARY) + " " + spec.string() + " >/dev/null 2>&1";
+    ::execl("/bin/sh", "sh", "-c", cmd.c_str(), nullptr);
+    ::_exit(127);
+  }
+  // Interrupted while the second pair measurement runs.
+  const auto limit = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+  while (count(read(journal), "\"remeasure\":\"") < 3 && std::chrono::steady_clock::now() < limit)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  ::kill(pid, SIGINT);
+  int st = 0;
+  ::waitpid(pid, &st, 0);
+  ASSERT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 130) << read(journal);
+  std::string r = report();
+  EXPECT_NE(r.find("NOT FINISHED"), std::string::npos) << r;
+  EXPECT_NE(r.find("1 trial was cut short when the run ended (trial 5)"), std::string::npos) << r;
+
+  const auto resumed = run(spec.string() + " --resume");
+  ASSERT_EQ(resumed.status, 0) << resumed.out;
+  EXPECT_NE(resumed.out.find("x the baseline"), std::string::npos) << resumed.out;
+  r = report();
+  EXPECT_NE(r.find("finished: every valid configuration was measured"), std::string::npos) << r;
+  EXPECT_EQ(r.find("NOT FINISHED"), std::string::npos) << r;
+  EXPECT_EQ(r.find("cut short when the run ended"), std::string::npos) << r;
+  EXPECT_NE(r.find("run again as trial 6"), std::string::npos) << r;
+  EXPECT_NE(r.find("over 3 pairs"), std::string::npos) << r;
+}
+
+}  // namespace
