@@ -145,12 +145,19 @@ class WarmRanks(unittest.TestCase):
         for m in later:
             self.assertLess(m["startup_seconds"], first["startup_seconds"] / 2, (first, m))
         # The job's pace is its slowest rank's; each rank's is kept.
+        # A rank whose warm-up had not ended when the trial stopped timed no
+        # window and reports no pace (seen on a busy machine); the pace is
+        # then the slowest of those that did, and at least one did.
         for t in finished:
             m = t["metrics"]
             self.assertEqual(m["world_size"], 2, m)
-            self.assertAlmostEqual(m["rank_pace_min"], min(m["rank0_pace"], m["rank1_pace"]), delta=1e-6)
+            paces = [m[f"rank{k}_pace"] for k in (0, 1) if f"rank{k}_pace" in m]
+            self.assertTrue(paces, m)
+            self.assertAlmostEqual(m["rank_pace_min"], min(paces), delta=1e-6)
             self.assertAlmostEqual(t["throughput"], 2 * m["rank_pace_min"], delta=1e-6 * t["throughput"])
-            self.assertIn("rank1_data_wait", m)
+            for k in (0, 1):
+                self.assertEqual(f"rank{k}_pace" in m, f"rank{k}_data_wait" in m, m)
+        self.assertTrue(any("rank1_pace" in t["metrics"] for t in finished), finished)
         self.assertNotIn("never entered autotune_trial.trials()", p.stdout + p.stderr)
         return finished
 
