@@ -206,14 +206,12 @@ JournalContents read_journal(const std::filesystem::path& path) {
         out.trials.back().start_time = rec.value("time", 0.0);
         out.trials.back().proposed_as = rec.value("proposed_as", "");
         const JournalTrial& now = out.trials.back();
-        if (now.proposed_as == "rerun" || now.phase != Phase::search) {
+        if (runs_again(now.phase, now.proposed_as)) {
           // A resumed run's re-run of a trial an earlier run left unfinished
-          // (a search trial journaled as a re-run; a measurement after the
-          // search, measured again as such): the first such one with this
-          // configuration and phase.
+          // (cut short, or the tuner was killed): the first such one with
+          // this configuration and phase.
           for (JournalTrial& t : out.trials)
-            if (&t != &now && !t.outcome && !t.superseded_by && t.cut_short && t.config == now.config &&
-                t.phase == now.phase) {
+            if (&t != &now && !t.outcome && !t.superseded_by && t.config == now.config && t.phase == now.phase) {
               t.superseded_by = trial;
               t.cut_short = true;
               break;

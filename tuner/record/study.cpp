@@ -224,6 +224,10 @@ std::string_view trial_state_name(TrialState s) {
   return "?";
 }
 
+bool runs_again(Phase phase, std::string_view proposed_as) {
+  return phase != Phase::search || proposed_as == "rerun";
+}
+
 namespace {
 // The log's entry of `trial`, made where there is none; the log stays in
 // order of number, the pending entries (number 0) last.
@@ -241,8 +245,8 @@ void Study::start(int trial, const Config& config, Phase phase, bool rerun) {
   if (rerun) {
     std::erase_if(log, [&](const TrialEntry& e) { return e.state == TrialState::pending && e.config == config; });
     for (TrialEntry& e : log)
-      if (e.trial != trial && (e.state == TrialState::running || e.state == TrialState::cut_short) &&
-          e.config == config && e.phase == phase) {
+      if ((e.state == TrialState::running || e.state == TrialState::cut_short) && e.config == config &&
+          e.phase == phase) {
         e.state = TrialState::superseded;
         e.superseded_by = trial;
         break;

@@ -41,6 +41,13 @@ struct TrialRecord {
 enum class TrialState { pending, running, finished, cut_short, superseded };
 std::string_view trial_state_name(TrialState s);
 
+// Whether a trial started so may run again one an earlier session left
+// unfinished (then it supersedes the first such trial of its configuration
+// and phase): a search trial proposed as a re-run, or any measurement after
+// the search, which a resumed run takes again as its answer needs it. The
+// live run (Study::start) and the journal's reader both ask it.
+bool runs_again(Phase phase, std::string_view proposed_as);
+
 // One trial of the run, whatever its phase and state (Study::log).
 struct TrialEntry {
   int trial = 0;  // 0 while pending
@@ -85,10 +92,9 @@ struct Study {
   // started (by number), the pending ones last. The lists below hold the
   // finished ones by phase; add() files a finished trial in both.
   std::vector<TrialEntry> log;
-  // A trial started. `rerun`: it may run again a trial an earlier session
-  // left unfinished (a search trial's re-run; any measurement after the
-  // search): the pending entry of its configuration goes, and the first
-  // unfinished trial of its configuration and phase is superseded by it.
+  // A trial started. `rerun` (runs_again): the pending entry of its
+  // configuration goes, and the first unfinished trial of its configuration
+  // and phase is superseded by it.
   void start(int trial, const Config& config, Phase phase, bool rerun = false);
   // A trial finished: its entry in the log, and its record in its phase's list.
   void add(int trial, const Config& config, Phase phase, const Outcome& outcome, bool replayed = false);

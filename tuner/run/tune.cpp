@@ -251,7 +251,7 @@ class TuningRun final : public TrialSource, public TrialObserver {
   // study and the progress line.
   void started(int trial, const Proposal& p, const Assignment& a) override {
     m_journal->started(trial, a, elapsed(), p.phase, p.proposed_as);
-    m_study.start(trial, p.config, p.phase, p.proposed_as == "rerun" || p.phase != Phase::search);
+    m_study.start(trial, p.config, p.phase, runs_again(p.phase, p.proposed_as));
   }
 
   void finished(const Finished& f) override {

@@ -15,6 +15,7 @@
 #include <sstream>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -42,6 +43,33 @@ class RunStory : public ::testing::Test {
   void TearDown() override { fs::remove_all(m_dir); }
   autotune::testing::ShellRun run(const std::string& args) { return autotune::testing::run_autotune(args); }
   std::string report() { return run("report --text " + (m_dir / "tuned.journal.jsonl").string()).out; }
+  // Runs autotune on `spec` in a child of its own, sends it `signal` once
+  // the journal holds `n` occurrences of `what` (or after `limit`), and
+  // returns its wait status.
+  int stop_when(const fs::path& spec, const std::string& what, std::size_t n, int signal,
+                std::chrono::seconds limit = std::chrono::seconds(120)) {
+    const fs::path journal = m_dir / "tuned.journal.jsonl";
+    const pid_t pid = ::fork();
+    if (pid == 0) {
+      const std::string cmd = "exec " + std::string(AUTOTUNE_BINARY) + " " + spec.string() + " >/dev/null 2>&1";
+      ::execl("/bin/sh", "sh", "-c", cmd.c_str(), nullptr);
+      ::_exit(127);
+    }
+    const auto until = std::chrono::steady_clock::now() + limit;
+    while (count(read(journal), what) < n && std::chrono::steady_clock::now() < until)
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    ::kill(pid, signal);
+    int st = 0;
+    ::waitpid(pid, &st, 0);
+    return st;
+  }
+  // The journal's records, in order.
+  std::vector<nlohmann::json> records() {
+    std::vector<nlohmann::json> out;
+    std::istringstream lines(read(m_dir / "tuned.journal.jsonl"));
+    for (std::string l; std::getline(lines, l);) out.push_back(nlohmann::json::parse(l));
+    return out;
+  }
   fs::path m_dir;
 };
 
@@ -54,19 +82,8 @@ TEST_F(RunStory, InterruptResumeTwiceAndANewBudgetAreToldAsTheyHappened) {
                          "search: {strategy: random, budget: 4, seed: 5}\n"
                          "output: {tuned: " << (m_dir / "tuned.yaml").string() << "}\n";
   const fs::path journal = m_dir / "tuned.journal.jsonl";
-  const pid_t pid = ::fork();
-  if (pid == 0) {
-    const std::string cmd = "exec " + std::string(AUTOTUNE_BINARY) + " " + spec.string() + " >/dev/null 2>&1";
-    ::execl("/bin/sh", "sh", "-c", cmd.c_str(), nullptr);
-    ::_exit(127);
-  }
   // Interrupted while trial 3 runs.
-  const auto limit = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-  while (count(read(journal), "\"type\":\"start\"") < 3 && std::chrono::steady_clock::now() < limit)
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  ::kill(pid, SIGINT);
-  int st = 0;
-  ::waitpid(pid, &st, 0);
+  const int st = stop_when(spec, "\"type\":\"start\"", 3, SIGINT, std::chrono::seconds(60));
   ASSERT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 130) << read(journal);
   std::string r = report();
   EXPECT_NE(r.find("NOT FINISHED: interrupted after 2 search trials"), std::string::npos) << r;
@@ -87,12 +104,9 @@ TEST_F(RunStory, InterruptResumeTwiceAndANewBudgetAreToldAsTheyHappened) {
   ASSERT_NE(progress, std::string::npos) << r;
   std::istringstream steps(r.substr(progress + 15, r.find('\n', progress) - progress - 15));
   std::map<int, double> measured;
-  {
-    std::istringstream lines(read(journal));
-    for (std::string l; std::getline(lines, l);)
-      if (const auto rec = nlohmann::json::parse(l); rec["type"] == "finish" && rec["status"] == "ok")
-        measured[rec["trial"].get<int>()] = rec["throughput"].get<double>();
-  }
+  for (const auto& rec : records())
+    if (rec["type"] == "finish" && rec["status"] == "ok")
+      measured[rec["trial"].get<int>()] = rec["throughput"].get<double>();
   int named = 0;
   for (std::string figure, trial, number, arrow; steps >> figure >> trial >> number; steps >> arrow) {
     const int n = std::stoi(number);  // "3)" reads as 3
@@ -220,9 +234,6 @@ TEST_F(RunStory, TheJournalKeepsTheAnswerAsPrintedAndTheReportReadsIt) {
   EXPECT_NE(followed.find("chosen as the rule this run printed"), std::string::npos) << followed;
 }
 
-}  // namespace
-
-namespace {
 
 // A run that converged (budget: until_converged): the journal's end says
 // so, and the report's state, budget, trial table and answer match it.
@@ -238,11 +249,9 @@ TEST_F(RunStory, ARunThatConvergedIsToldAsConverged) {
   ASSERT_EQ(tuned.status, 0) << tuned.out;
   EXPECT_NE(tuned.out.find("stopped: converged"), std::string::npos) << tuned.out;
   // The journal: its trials and its end.
-  std::istringstream lines(read(m_dir / "tuned.journal.jsonl"));
   int finished = 0;
   nlohmann::json end, answer;
-  for (std::string l; std::getline(lines, l);) {
-    const auto rec = nlohmann::json::parse(l);
+  for (const auto& rec : records()) {
     if (rec["type"] == "finish") ++finished;
     if (rec["type"] == "end") end = rec;
     if (rec["type"] == "answer") answer = rec;
@@ -274,9 +283,6 @@ TEST_F(RunStory, ARunThatConvergedIsToldAsConverged) {
   }
 }
 
-}  // namespace
-
-namespace {
 
 // Ctrl-C during the side-by-side pairs after the search, then --resume: the
 // resumed run measures its pairs, the pair trial cut short reads "run again
@@ -291,19 +297,8 @@ TEST_F(RunStory, AnInterruptDuringThePairsThenResumeReadsFinished) {
                          "search: {strategy: grid, seed: 1, initial: [{x: 1}], remeasure: 3, busy: ignore}\n"
                          "output: {tuned: " << (m_dir / "tuned.yaml").string() << "}\n";
   const fs::path journal = m_dir / "tuned.journal.jsonl";
-  const pid_t pid = ::fork();
-  if (pid == 0) {
-    const std::string cmd = "exec " + std::string(AUTOTUNE_BINARY) + " " + spec.string() + " >/dev/null 2>&1";
-    ::execl("/bin/sh", "sh", "-c", cmd.c_str(), nullptr);
-    ::_exit(127);
-  }
   // Interrupted while the second pair measurement runs.
-  const auto limit = std::chrono::steady_clock::now() + std::chrono::seconds(120);
-  while (count(read(journal), "\"remeasure\":\"") < 3 && std::chrono::steady_clock::now() < limit)
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  ::kill(pid, SIGINT);
-  int st = 0;
-  ::waitpid(pid, &st, 0);
+  const int st = stop_when(spec, "\"remeasure\":\"", 3, SIGINT);
   ASSERT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 130) << read(journal);
   std::string r = report();
   EXPECT_NE(r.find("NOT FINISHED"), std::string::npos) << r;
@@ -318,6 +313,26 @@ TEST_F(RunStory, AnInterruptDuringThePairsThenResumeReadsFinished) {
   EXPECT_EQ(r.find("cut short when the run ended"), std::string::npos) << r;
   EXPECT_NE(r.find("run again as trial 6"), std::string::npos) << r;
   EXPECT_NE(r.find("over 3 pairs"), std::string::npos) << r;
+}
+
+// The tuner killed (SIGKILL: no `end` record) while trial 3 runs, then
+// --resume: trial 3 reads "run again as trial 4", and the report finished.
+TEST_F(RunStory, AKilledTunerThenResumeReadsFinished) {
+  const fs::path spec = m_dir / "space.yaml";
+  std::ofstream(spec) << "workload: {kind: synthetic, profile: balanced, noise: 0.02, trial_seconds: 0.4}\n"
+                         "space:\n  batch_size: {values: [16, 32, 64, 128]}\n  num_workers: {range: [0, 4]}\n"
+                         "search: {strategy: random, budget: 4, seed: 5}\n"
+                         "output: {tuned: " << (m_dir / "tuned.yaml").string() << "}\n";
+  const int st = stop_when(spec, "\"type\":\"start\"", 3, SIGKILL, std::chrono::seconds(60));
+  ASSERT_TRUE(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL) << st;
+  EXPECT_NE(report().find("1 trial started and never finished (trial 3)"), std::string::npos) << report();
+  const auto resumed = run(spec.string() + " --resume");
+  ASSERT_EQ(resumed.status, 0) << resumed.out;
+  const std::string r = report();
+  EXPECT_NE(r.find("finished: the trial budget (4) was spent"), std::string::npos) << r;
+  EXPECT_NE(r.find("run again as trial 4"), std::string::npos) << r;
+  EXPECT_EQ(r.find("NOT FINISHED"), std::string::npos) << r;
+  EXPECT_EQ(r.find("cut short when the run ended"), std::string::npos) << r;
 }
 
 }  // namespace
