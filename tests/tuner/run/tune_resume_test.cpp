@@ -19,6 +19,27 @@ namespace {
 using testing::I;
 using testing::TuneTest;
 
+// Measures with `w`, but Ctrl-C arrives while the `n`-th measurement runs
+// (counted in `calls`): that trial's process group is stopped.
+MeasureFn cut_short_at(Workload& w, int n, int* calls) {
+  return [&w, n, calls](const Assignment& a, const TrialContext& ctx) {
+    if (++*calls == n) {
+      request_interrupt();
+      return Outcome::failure(Status::crash, "killed by SIGINT");
+    }
+    return w.measure(a, ctx);
+  };
+}
+
+// A start record without its finish, as a tuner killed mid-trial leaves it.
+void append_unfinished_start(const Spec& spec, int trial, const Config& c, double time) {
+  std::ofstream out(spec.output.journal, std::ios::app);
+  out << nlohmann::json{{"type", "start"}, {"trial", trial}, {"config", to_json(spec.space.to_assignment(c))},
+                        {"time", time}}
+             .dump()
+      << "\n";
+}
+
 TEST_F(TuneTest, JournalRecordsEveryTrialAndResumeDoesNotRerun) {
   Spec spec = make_spec("random", 8);
   auto w = synthetic(0.02);
@@ -53,12 +74,9 @@ TEST_F(TuneTest, TornLastLineIsDroppedAndUnfinishedTrialIsRerun) {
   run_tuning(spec, measure_with(*w), {});
   // Simulate a crash mid-trial: a start record without its finish, then half a line.
   const Config extra{5, 4, 2, 1, 1, 0};
+  append_unfinished_start(spec, 6, extra, 1.0);
   {
     std::ofstream out(spec.output.journal, std::ios::app);
-    out << nlohmann::json{{"type", "start"}, {"trial", 6}, {"config", to_json(spec.space.to_assignment(extra))},
-                          {"time", 1.0}}
-                .dump()
-        << "\n";
     out << R"({"type":"finish","trial":6,"config":{"batch_si)";
   }
   JournalContents j = read_journal(spec.output.journal);
@@ -150,14 +168,6 @@ TEST_F(TuneTest, NotesAreJournaledAndReplayed) {
   EXPECT_EQ(replay_journal(same, space, path).study.notes, c.notes);
 }
 
-}  // namespace
-}  // namespace autotune
-
-namespace autotune {
-namespace {
-
-using testing::TuneTest;
-
 // The study's one list of trials through an interrupt and two resumes: the
 // trial Ctrl-C cut short is `cut short`, then `pending` in the resumed
 // run's replay, then `superseded` by its re-run, which is `finished`; the
@@ -166,14 +176,7 @@ TEST_F(TuneTest, EveryTrialHasItsStateThroughAnInterruptAndTwoResumes) {
   Spec spec = make_spec("random", 6);
   auto w = synthetic();
   int calls = 0;
-  const auto cut_at_third = [&](const Assignment& a, const TrialContext& ctx) {
-    if (++calls == 3) {
-      request_interrupt();  // Ctrl-C while trial 3 ran: its process group was stopped
-      return Outcome::failure(Status::crash, "killed by SIGINT");
-    }
-    return w->measure(a, ctx);
-  };
-  Study first = run_tuning(spec, cut_at_third, {});
+  Study first = run_tuning(spec, cut_short_at(*w, 3, &calls), {});
   clear_interrupt();
   ASSERT_EQ(first.stopped_by, RunEnd::interrupted);
   EXPECT_EQ(first.trials_in(TrialState::finished), (std::vector<int>{1, 2}));
@@ -214,23 +217,14 @@ TEST_F(TuneTest, EveryTrialHasItsStateThroughAnInterruptAndTwoResumes) {
 TEST_F(TuneTest, ATrialCutShortTwiceIsRunAgainOnce) {
   Spec spec = make_spec("random", 6);
   auto w = synthetic();
-  const auto cut_at = [&](int n, int* calls) {
-    return [&w, n, calls](const Assignment& a, const TrialContext& ctx) {
-      if (++*calls == n) {
-        request_interrupt();
-        return Outcome::failure(Status::crash, "killed by SIGINT");
-      }
-      return w->measure(a, ctx);
-    };
-  };
   int calls = 0;
-  const Study first = run_tuning(spec, cut_at(3, &calls), {});
+  const Study first = run_tuning(spec, cut_short_at(*w, 3, &calls), {});
   clear_interrupt();
   const Config cut = first.entry(3)->config;
   TuneOptions resume;
   resume.resume = true;
   calls = 0;
-  const Study second = run_tuning(spec, cut_at(1, &calls), resume);  // its re-run, trial 4, is cut short too
+  const Study second = run_tuning(spec, cut_short_at(*w, 1, &calls), resume);  // its re-run, trial 4, is cut short too
   clear_interrupt();
   EXPECT_EQ(second.entry(3)->state, TrialState::superseded);
   EXPECT_EQ(second.entry(3)->superseded_by, 4);
@@ -259,13 +253,7 @@ TEST_F(TuneTest, ATrialWithNoEndAfterItIsRunningAndPending) {
   run_tuning(spec, measure_with(*w), {});
   // Another start after the run's end, as a run killed mid-trial leaves it.
   const Config extra{5, 4, 2, 1, 1, 0};
-  {
-    std::ofstream out(spec.output.journal, std::ios::app);
-    out << nlohmann::json{{"type", "start"}, {"trial", 4}, {"config", to_json(spec.space.to_assignment(extra))},
-                          {"time", 9.0}}
-                .dump()
-        << "\n";
-  }
+  append_unfinished_start(spec, 4, extra, 9.0);
   const Replay r = replay_journal(read_journal(spec.output.journal), spec.space, spec.output.journal);
   EXPECT_EQ(r.study.trials_in(TrialState::running), std::vector<int>{4});
   EXPECT_EQ(r.study.pending(), std::vector<Config>{extra});
