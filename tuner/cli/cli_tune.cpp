@@ -167,7 +167,6 @@ void print_summary(const Spec& spec, const Study& r) {
         std::cout << fmt::format("        the pairs ran while other processes used {:.1f} of {} cores: the speedup "
                                  "is the one a machine that busy gives; on a quiet one it may differ\n",
                                  *x->others, usable_cores());
-
       if (!x->remeasured)
         std::cout << fmt::format("        {:.2f}x the baseline ({:.1f} samples/s: {})\n", x->ratio, x->baseline,
                                  spec.space.to_assignment(r.baseline->config).describe());
